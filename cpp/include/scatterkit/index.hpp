@@ -1,0 +1,58 @@
+// Index validation and normalisation, shared by the scatter ops.
+//
+// Validation is a pass of its own before anything is written ("validate, then
+// move bytes"): a branch-free scan says whether any index is bad, and only
+// then a second scan finds the first offender in C order for the message.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "scatterkit/errors.hpp"
+#include "scatterkit/shape.hpp"
+
+namespace scatterkit {
+namespace detail {
+
+// uint64 indices are validated as unsigned, then read as int64 by the
+// kernels: every valid value is below 2^63, so the bits are the same.
+template <class I>
+using kernel_index_t = std::conditional_t<std::is_same_v<I, uint64_t>, int64_t, I>;
+
+template <class I>
+inline bool index_in_range(I v, int64_t size, bool allow_negative) {
+  if constexpr (std::is_unsigned_v<I>) {
+    return uint64_t(v) < uint64_t(size);
+  } else {
+    const int64_t lo = allow_negative ? -size : 0;
+    return int64_t(v) >= lo && int64_t(v) < size;
+  }
+}
+
+// Index of the valid value v along an axis of the given size, in [0, size).
+template <class I>
+inline int64_t wrap_index(I v, int64_t size) {
+  const int64_t i = int64_t(v);
+  return i < 0 ? i + size : i;
+}
+
+// Checks indices[p * stride + offset] for p in [0, count) against `size`, the
+// extent of data axis `axis`. `indices_shape` is used for the message only.
+template <class I>
+void check_indices(const char* op, const I* indices, int64_t count, int64_t stride,
+                   int64_t offset, int64_t size, int64_t axis, const Shape& indices_shape,
+                   bool allow_negative) {
+  bool bad = false;
+  for (int64_t p = 0; p < count; ++p)
+    bad |= !index_in_range(indices[p * stride + offset], size, allow_negative);
+  if (!bad) return;
+  for (int64_t p = 0; p < count; ++p) {
+    const I v = indices[p * stride + offset];
+    if (!index_in_range(v, size, allow_negative))
+      throw_index_error(op, v, axis, size, unravel(p * stride + offset, indices_shape),
+                        allow_negative);
+  }
+}
+
+}  // namespace detail
+}  // namespace scatterkit

@@ -1,0 +1,228 @@
+// ScatterElementsUpdate-3 / -12:
+//   out[p with p[axis] = indices[p]] = reduce(out[...], updates[p])
+// for every position p of indices (= of updates), in C order of p.
+// indices.shape[d] <= data.shape[d] for d != axis; indices.shape[axis] is free.
+//
+// Strategy: a "line" is the set of positions sharing every coordinate but
+// `axis`. Only updates of one line can hit a given target, and within a line
+// C order is order along the axis, so lines are split between threads and
+// each line is folded sequentially: no races, and the same bits for any
+// thread count.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "scatterkit/copy.hpp"
+#include "scatterkit/index.hpp"
+#include "scatterkit/parallel.hpp"
+#include "scatterkit/reduction.hpp"
+#include "scatterkit/tensor.hpp"
+
+namespace scatterkit {
+namespace detail {
+
+// Where the positions of indices land in data (offsets in elements).
+struct ElementsLayout {
+  int64_t outer = 1;        // product of indices.shape[:axis]
+  int64_t along = 0;        // indices.shape[axis]
+  int64_t inner = 1;        // product of indices.shape[axis+1:]
+  int64_t axis_size = 0;    // data.shape[axis]
+  int64_t axis_stride = 1;  // data elements between neighbours along axis
+  std::vector<int64_t> outer_offset;  // data offset of each outer position
+  std::vector<int64_t> inner_offset;  // empty: inner positions are contiguous in data
+
+  int64_t inner_at(int64_t i) const { return inner_offset.empty() ? i : inner_offset[size_t(i)]; }
+};
+
+inline ElementsLayout make_elements_layout(const Shape& data, const Shape& idx, size_t axis) {
+  ElementsLayout l;
+  const size_t r = data.size();
+  l.outer = product(idx, 0, axis);
+  l.along = idx[axis];
+  l.inner = product(idx, axis + 1, r);
+  l.axis_size = data[axis];
+  l.axis_stride = product(data, axis + 1, r);
+  Shape data_strides(r, 1);
+  for (size_t d = r - 1; d-- > 0;) data_strides[d] = data_strides[d + 1] * data[d + 1];
+
+  const Shape outer_shape(idx.begin(), idx.begin() + axis);
+  l.outer_offset.resize(size_t(l.outer));
+  for (int64_t o = 0; o < l.outer; ++o) {
+    const Shape pos = unravel(o, outer_shape);
+    int64_t off = 0;
+    for (size_t d = 0; d < axis; ++d) off += pos[d] * data_strides[d];
+    l.outer_offset[size_t(o)] = off;
+  }
+  const bool inner_contiguous = std::equal(idx.begin() + axis + 1, idx.end(), data.begin() + axis + 1);
+  if (!inner_contiguous) {
+    const Shape inner_shape(idx.begin() + axis + 1, idx.end());
+    l.inner_offset.resize(size_t(l.inner));
+    for (int64_t i = 0; i < l.inner; ++i) {
+      const Shape pos = unravel(i, inner_shape);
+      int64_t off = 0;
+      for (size_t d = 0; d < pos.size(); ++d) off += pos[d] * data_strides[axis + 1 + d];
+      l.inner_offset[size_t(i)] = off;
+    }
+  }
+  return l;
+}
+
+// Runs body(o, i_begin, i_end) over blocks of lines, in parallel.
+template <class Body>
+void for_each_line_block(const ElementsLayout& l, int64_t bytes, Body&& body) {
+  const int64_t blocks_per_outer =
+      std::clamp<int64_t>((64 + l.outer - 1) / std::max<int64_t>(1, l.outer), 1, std::max<int64_t>(1, l.inner));
+  const int64_t per_block = (l.inner + blocks_per_outer - 1) / blocks_per_outer;
+  parallel_for(l.outer * blocks_per_outer, bytes, [&](int64_t b, int64_t e) {
+    for (int64_t item = b; item < e; ++item) {
+      const int64_t o = item / blocks_per_outer;
+      const int64_t i0 = (item % blocks_per_outer) * per_block;
+      const int64_t i1 = std::min(l.inner, i0 + per_block);
+      if (i0 < i1) body(o, i0, i1);
+    }
+  });
+}
+
+// reduction = none: element moves, last write along the line wins.
+// E is Bytes<N>, or void for a run-time itemsize.
+template <class E, class I>
+void scatter_elements_move(const ElementsLayout& l, const I* idx, const char* upd, char* out,
+                           size_t itemsize, int64_t bytes) {
+  for_each_line_block(l, bytes, [&](int64_t o, int64_t i0, int64_t i1) {
+    char* base = out + l.outer_offset[size_t(o)] * int64_t(itemsize);
+    for (int64_t j = 0; j < l.along; ++j) {
+      const int64_t row = (o * l.along + j) * l.inner;
+      for (int64_t i = i0; i < i1; ++i) {
+        const int64_t t = wrap_index(idx[row + i], l.axis_size) * l.axis_stride + l.inner_at(i);
+        if constexpr (std::is_void_v<E>)
+          std::memcpy(base + t * int64_t(itemsize), upd + (row + i) * int64_t(itemsize), itemsize);
+        else
+          move_element<E>(base + t * int64_t(sizeof(E)), upd + (row + i) * int64_t(sizeof(E)));
+      }
+    }
+  });
+}
+
+// Capacity of the per-thread accumulator table, in entries.
+constexpr int64_t kScratchEntries = int64_t(1) << 18;
+
+// Reductions. When the accumulator is the element type the fold runs directly
+// on the output; otherwise (mean, float16/bfloat16) it runs in a per-thread
+// table indexed by (target along axis, line), first touch loading the start
+// value, and each target is finalised (rounded, divided) exactly once.
+template <class Op, class T, class I>
+void scatter_elements_reduce(const ElementsLayout& l, const I* idx, const T* upd, T* out,
+                             bool use_init_val, int64_t bytes) {
+  using Acc = typename Op::Acc;
+  for_each_line_block(l, bytes, [&](int64_t o, int64_t i0, int64_t i1) {
+    T* base = out + l.outer_offset[size_t(o)];
+    auto target = [&](int64_t row, int64_t i) {
+      return wrap_index(idx[row + i], l.axis_size) * l.axis_stride + l.inner_at(i);
+    };
+    if constexpr (folds_in_place_v<Op, T>) {
+      if (!use_init_val)
+        for (int64_t j = 0; j < l.along; ++j)
+          for (int64_t i = i0, row = (o * l.along + j) * l.inner; i < i1; ++i)
+            base[target(row, i)] = Op::identity();
+      for (int64_t j = 0; j < l.along; ++j)
+        for (int64_t i = i0, row = (o * l.along + j) * l.inner; i < i1; ++i) {
+          T& dst = base[target(row, i)];
+          dst = Op::combine(dst, upd[row + i]);
+        }
+    } else {
+      const int64_t width = std::clamp<int64_t>(kScratchEntries / std::max<int64_t>(1, l.axis_size), 1, i1 - i0);
+      std::vector<Acc> acc(size_t(l.axis_size * width));
+      std::vector<int64_t> count(size_t(l.axis_size * width), 0);
+      for (int64_t w0 = i0; w0 < i1; w0 += width) {
+        const int64_t w1 = std::min(i1, w0 + width);
+        for (int64_t j = 0; j < l.along; ++j)
+          for (int64_t i = w0, row = (o * l.along + j) * l.inner; i < w1; ++i) {
+            const size_t slot = size_t(wrap_index(idx[row + i], l.axis_size) * width + (i - w0));
+            if (count[slot]++ == 0)
+              acc[slot] = use_init_val ? Op::load(base[target(row, i)]) : Op::identity();
+            acc[slot] = Op::combine(acc[slot], upd[row + i]);
+          }
+        for (int64_t j = 0; j < l.along; ++j)
+          for (int64_t i = w0, row = (o * l.along + j) * l.inner; i < w1; ++i) {
+            const size_t slot = size_t(wrap_index(idx[row + i], l.axis_size) * width + (i - w0));
+            if (count[slot] == 0) continue;  // already finalised
+            base[target(row, i)] = Op::store(acc[slot], count[slot] + (use_init_val ? 1 : 0));
+            count[slot] = 0;
+          }
+      }
+    }
+  });
+}
+
+}  // namespace detail
+
+// Type-erased ScatterElementsUpdate (v12 semantics; v3 with
+// options.allow_negative_indices = false and reduction none). `out` has data's
+// shape and type; out == data.data updates in place.
+inline void scatter_elements_update(const TensorRef& data, const IndexRef& indices,
+                                    const TensorRef& updates, int64_t axis, void* out,
+                                    Reduction reduction = Reduction::kNone,
+                                    bool use_init_val = true, const OpOptions& options = {}) {
+  using namespace detail;
+  const char* op = op_name(options, "scatter_elements_update");
+  check_tensor(op, "data", data.data, data.shape);
+  check_tensor(op, "indices", indices.data, indices.shape);
+  check_tensor(op, "updates", updates.data, updates.shape);
+  check_same_element(op, data, updates);
+  if (reduction == Reduction::kSub)
+    throw_value_error(op, "reduction 'sub' is not supported (expected one of none, sum, prod, "
+                          "min, max, mean)");
+  if (reduction != Reduction::kNone && data.dtype == DType::kOpaque)
+    throw_type_error(op, std::string("reduction '") + reduction_name(reduction) +
+                             "' needs an arithmetic element type (bool, integer or float)");
+  if (reduction == Reduction::kMean && data.dtype == DType::kBool)
+    throw_type_error(op, "reduction 'mean' is not supported for bool data");
+  const size_t rank = data.shape.size();
+  axis = normalize_axis(op, axis, int64_t(rank));
+  if (indices.shape.size() != rank)
+    throw_value_error(op, "indices rank " + std::to_string(indices.shape.size()) +
+                              " does not match data rank " + std::to_string(rank));
+  if (updates.shape != indices.shape)
+    throw_value_error(op, "updates shape " + format_shape(updates.shape) +
+                              " does not match indices shape " + format_shape(indices.shape));
+  for (size_t d = 0; d < rank; ++d)
+    if (int64_t(d) != axis && indices.shape[d] > data.shape[d])
+      throw_value_error(op, "indices shape " + format_shape(indices.shape) + " exceeds data shape " +
+                                format_shape(data.shape) + " at axis " + std::to_string(d));
+  const int64_t n = numel(indices.shape);
+  if (n != 0 && out == nullptr) throw_value_error(op, "out is a null pointer");
+
+  visit_index(indices.type, [&](auto tag) {
+    using I = typename decltype(tag)::type;
+    using KI = kernel_index_t<I>;
+    check_indices(op, static_cast<const I*>(indices.data), n, 1, 0, data.shape[size_t(axis)], axis,
+                  indices.shape, options.allow_negative_indices);
+    // Validated: from here on nothing throws but allocation.
+    parallel_copy(out, data.data, numel(data.shape) * int64_t(data.itemsize));
+    if (n == 0) return;
+    const ElementsLayout layout = make_elements_layout(data.shape, indices.shape, size_t(axis));
+    const KI* idx = static_cast<const KI*>(indices.data);
+    const int64_t bytes = n * int64_t(data.itemsize * 2 + sizeof(KI));
+    if (reduction == Reduction::kNone) {
+      visit_width(data.itemsize, [&](auto width) {
+        scatter_elements_move<typename decltype(width)::type>(
+            layout, idx, static_cast<const char*>(updates.data), static_cast<char*>(out),
+            data.itemsize, bytes);
+      });
+      return;
+    }
+    visit_arithmetic(op, data.dtype, [&](auto type) {
+      using T = typename decltype(type)::type;
+      visit_reduction<T>(op, reduction, [&](auto red) {
+        scatter_elements_reduce<typename decltype(red)::type>(
+            layout, idx, static_cast<const T*>(updates.data), static_cast<T*>(out), use_init_val,
+            bytes);
+      });
+    });
+  });
+}
+
+}  // namespace scatterkit

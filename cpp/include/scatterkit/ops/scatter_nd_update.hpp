@@ -1,0 +1,179 @@
+// ScatterNDUpdate-3 / -15:
+//   out[indices[p, 0], ..., indices[p, k-1], ...] = reduce(out[...], updates[p, ...])
+// for every index tuple p (indices.shape[:-1]) in C order; k = indices.shape[-1]
+// <= rank and each tuple addresses a slab data.shape[k:] (k = 0: the whole
+// tensor). v15 reductions: none, sum, sub, prod, min, max.
+//
+// Strategy: tuples are turned into flat slab numbers and sorted by (slab, p),
+// which groups the updates of each target in C order. Groups (and chunks of
+// large slabs) are independent work items, so threads never share a target,
+// and each target is folded in C order: the same bits for any thread count.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "scatterkit/copy.hpp"
+#include "scatterkit/index.hpp"
+#include "scatterkit/parallel.hpp"
+#include "scatterkit/reduction.hpp"
+#include "scatterkit/tensor.hpp"
+
+namespace scatterkit {
+namespace detail {
+
+// Updates grouped by target slab: order[group_begin[g] .. group_begin[g+1]) are
+// the tuple numbers hitting slab target[g], ascending.
+struct SlabGroups {
+  std::vector<int64_t> target;
+  std::vector<int64_t> group_begin;
+  std::vector<int64_t> order;
+};
+
+template <class I>
+SlabGroups group_by_slab(const I* idx, int64_t tuples, size_t k, const Shape& data) {
+  std::vector<std::pair<int64_t, int64_t>> keyed(static_cast<size_t>(tuples));
+  for (int64_t p = 0; p < tuples; ++p) {
+    int64_t flat = 0;
+    for (size_t j = 0; j < k; ++j) flat = flat * data[j] + wrap_index(idx[p * int64_t(k) + int64_t(j)], data[j]);
+    keyed[size_t(p)] = {flat, p};
+  }
+  std::sort(keyed.begin(), keyed.end());
+  SlabGroups g;
+  g.order.resize(keyed.size());
+  for (size_t p = 0; p < keyed.size(); ++p) {
+    g.order[p] = keyed[p].second;
+    if (p == 0 || keyed[p].first != keyed[p - 1].first) {
+      g.target.push_back(keyed[p].first);
+      g.group_begin.push_back(int64_t(p));
+    }
+  }
+  g.group_begin.push_back(tuples);
+  return g;
+}
+
+// Calls body(group, chunk_begin, chunk_end) over (group, slab chunk) items.
+template <class Body>
+void for_each_group_chunk(const SlabGroups& g, int64_t slab, int64_t chunk, int64_t bytes,
+                          Body&& body) {
+  const int64_t chunks = std::max<int64_t>(1, (slab + chunk - 1) / chunk);
+  const int64_t groups = int64_t(g.target.size());
+  parallel_for(groups * chunks, bytes, [&](int64_t b, int64_t e) {
+    for (int64_t item = b; item < e; ++item) {
+      const int64_t c0 = (item % chunks) * chunk;
+      body(item / chunks, c0, std::min(slab, c0 + chunk));
+    }
+  });
+}
+
+// Slab chunk per work item: bytes for moves, elements for reductions (the
+// latter bounds the on-stack accumulator).
+constexpr int64_t kMoveChunkBytes = int64_t(1) << 16;
+constexpr int64_t kReduceChunk = 2048;
+
+inline void scatter_nd_move(const SlabGroups& g, const char* upd, char* out, int64_t slab_bytes,
+                            int64_t bytes) {
+  for_each_group_chunk(g, slab_bytes, kMoveChunkBytes, bytes, [&](int64_t grp, int64_t c0, int64_t c1) {
+    const int64_t last = g.order[size_t(g.group_begin[size_t(grp) + 1] - 1)];
+    std::memcpy(out + g.target[size_t(grp)] * slab_bytes + c0, upd + last * slab_bytes + c0,
+                size_t(c1 - c0));
+  });
+}
+
+template <class Op, class T>
+void scatter_nd_reduce(const SlabGroups& g, const T* upd, T* out, int64_t slab, int64_t bytes) {
+  for_each_group_chunk(g, slab, kReduceChunk, bytes, [&](int64_t grp, int64_t c0, int64_t c1) {
+    T* dst = out + g.target[size_t(grp)] * slab;
+    const int64_t begin = g.group_begin[size_t(grp)], end = g.group_begin[size_t(grp) + 1];
+    if constexpr (folds_in_place_v<Op, T>) {
+      for (int64_t q = begin; q < end; ++q) {
+        const T* src = upd + g.order[size_t(q)] * slab;
+        for (int64_t e = c0; e < c1; ++e) dst[e] = Op::combine(dst[e], src[e]);
+      }
+    } else {
+      typename Op::Acc acc[kReduceChunk];
+      for (int64_t e = c0; e < c1; ++e) acc[e - c0] = Op::load(dst[e]);
+      for (int64_t q = begin; q < end; ++q) {
+        const T* src = upd + g.order[size_t(q)] * slab;
+        for (int64_t e = c0; e < c1; ++e) acc[e - c0] = Op::combine(acc[e - c0], src[e]);
+      }
+      for (int64_t e = c0; e < c1; ++e) dst[e] = Op::store(acc[e - c0], end - begin + 1);
+    }
+  });
+}
+
+}  // namespace detail
+
+// Type-erased ScatterNDUpdate (v15 semantics; v3 with
+// options.allow_negative_indices = false and reduction none).
+inline void scatter_nd_update(const TensorRef& data, const IndexRef& indices,
+                              const TensorRef& updates, void* out,
+                              Reduction reduction = Reduction::kNone,
+                              const OpOptions& options = {}) {
+  using namespace detail;
+  const char* op = op_name(options, "scatter_nd_update");
+  check_tensor(op, "data", data.data, data.shape);
+  check_tensor(op, "indices", indices.data, indices.shape);
+  check_tensor(op, "updates", updates.data, updates.shape);
+  check_same_element(op, data, updates);
+  if (reduction == Reduction::kMean)
+    throw_value_error(op, "reduction 'mean' is not supported (expected one of none, sum, sub, "
+                          "prod, min, max)");
+  if (reduction != Reduction::kNone && data.dtype == DType::kOpaque)
+    throw_type_error(op, std::string("reduction '") + reduction_name(reduction) +
+                             "' needs an arithmetic element type (bool, integer or float)");
+  const size_t rank = data.shape.size();
+  if (rank == 0) throw_value_error(op, "data must have rank >= 1, got a 0-D tensor");
+  if (indices.shape.empty())
+    throw_value_error(op, "indices must have rank >= 1 (the last axis holds the index tuples)");
+  const size_t k = size_t(indices.shape.back());
+  if (indices.shape.back() > int64_t(rank))
+    throw_value_error(op, "indices.shape[-1] = " + std::to_string(indices.shape.back()) +
+                              " exceeds the data rank " + std::to_string(rank));
+  const Shape batch(indices.shape.begin(), indices.shape.end() - 1);
+  Shape expected = batch;
+  expected.insert(expected.end(), data.shape.begin() + k, data.shape.end());
+  const bool single_element_ok = expected.empty() && numel(updates.shape) == 1;
+  if (!single_element_ok) check_updates_shape(op, updates.shape, expected);
+  const int64_t tuples = numel(batch);
+  const int64_t slab = product(data.shape, k, rank);
+  if (numel(data.shape) != 0 && out == nullptr) throw_value_error(op, "out is a null pointer");
+
+  visit_index(indices.type, [&](auto tag) {
+    using I = typename decltype(tag)::type;
+    using KI = kernel_index_t<I>;
+    const I* raw = static_cast<const I*>(indices.data);
+    // Each coordinate against its own axis; the first offender in C order.
+    bool bad = false;
+    for (int64_t p = 0; p < tuples * int64_t(k); ++p)
+      bad |= !index_in_range(raw[p], data.shape[size_t(p % int64_t(k))], options.allow_negative_indices);
+    if (bad)
+      for (int64_t p = 0; p < tuples * int64_t(k); ++p) {
+        const int64_t axis = p % int64_t(k);
+        if (!index_in_range(raw[p], data.shape[size_t(axis)], options.allow_negative_indices))
+          throw_index_error(op, raw[p], axis, data.shape[size_t(axis)], unravel(p, indices.shape),
+                            options.allow_negative_indices);
+      }
+    parallel_copy(out, data.data, numel(data.shape) * int64_t(data.itemsize));
+    if (tuples == 0 || slab == 0) return;
+    const SlabGroups groups = group_by_slab(reinterpret_cast<const KI*>(raw), tuples, k, data.shape);
+    const int64_t bytes = tuples * slab * int64_t(data.itemsize) * 2;
+    if (reduction == Reduction::kNone) {
+      scatter_nd_move(groups, static_cast<const char*>(updates.data), static_cast<char*>(out),
+                      slab * int64_t(data.itemsize), bytes);
+      return;
+    }
+    visit_arithmetic(op, data.dtype, [&](auto type) {
+      using T = typename decltype(type)::type;
+      visit_reduction<T>(op, reduction, [&](auto red) {
+        scatter_nd_reduce<typename decltype(red)::type>(
+            groups, static_cast<const T*>(updates.data), static_cast<T*>(out), slab, bytes);
+      });
+    });
+  });
+}
+
+}  // namespace scatterkit

@@ -1,0 +1,130 @@
+// SliceScatter-15 (with several axes at once as an extension):
+//   out[..., start + i * step, ...] = updates[..., i, ...]   for i in range(count)
+// on each sliced axis. start/stop are clamped (OpenVINO Slice-8 rule): for
+// step > 0 both to [0, dim]; for step < 0 start to [0, dim - 1] and stop to
+// [-1, dim]; negative values first count from the end.
+//
+// Strategy: copy data, then write updates row by row; a row whose last axis
+// is unsliced or has step 1 is one contiguous memcpy. Slice positions are
+// distinct, so rows split between threads never collide.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "scatterkit/copy.hpp"
+#include "scatterkit/parallel.hpp"
+#include "scatterkit/tensor.hpp"
+
+namespace scatterkit {
+
+// One axis of a slice after clamping: positions first + i * step, i < count.
+struct SliceAxis {
+  int64_t first = 0;
+  int64_t step = 1;
+  int64_t count = 0;
+};
+
+// Clamps start/stop for an axis of extent dim (no overflow for any int64 input).
+inline SliceAxis clamp_slice(int64_t start, int64_t stop, int64_t step, int64_t dim) {
+  SliceAxis s;
+  s.step = step;
+  if (dim == 0) return s;
+  if (start < 0) start += dim;  // cannot overflow: dim >= 0
+  if (stop < 0) stop += dim;
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, dim);
+    stop = std::clamp<int64_t>(stop, 0, dim);
+    if (stop > start) s.count = (stop - start - 1) / step + 1;
+  } else {
+    start = std::clamp<int64_t>(start, 0, dim - 1);
+    stop = std::clamp<int64_t>(stop, -1, dim);
+    // The magnitude is taken unsigned: -INT64_MIN does not fit int64.
+    const uint64_t magnitude = uint64_t(0) - uint64_t(step);
+    if (start > stop) s.count = int64_t(uint64_t(start - stop - 1) / magnitude) + 1;
+  }
+  s.first = start;
+  return s;
+}
+
+// Type-erased SliceScatter. starts/stops/steps/axes have one common length >= 1
+// and name distinct axes. `out` has data's shape and type; out == data.data
+// updates in place.
+inline void slice_scatter(const TensorRef& data, const TensorRef& updates,
+                          const std::vector<int64_t>& starts, const std::vector<int64_t>& stops,
+                          const std::vector<int64_t>& steps, const std::vector<int64_t>& axes,
+                          void* out, const OpOptions& options = {}) {
+  using namespace detail;
+  const char* op = op_name(options, "slice_scatter");
+  check_tensor(op, "data", data.data, data.shape);
+  check_tensor(op, "updates", updates.data, updates.shape);
+  check_same_element(op, data, updates);
+  const size_t m = axes.size();
+  if (m == 0 || starts.size() != m || stops.size() != m || steps.size() != m)
+    throw_value_error(op, "start, stop, step and axis must have the same length >= 1");
+  const size_t rank = data.shape.size();
+  if (rank == 0) throw_value_error(op, "data must have rank >= 1, got a 0-D tensor");
+
+  std::vector<SliceAxis> plan(rank);
+  std::vector<bool> sliced(rank, false);
+  for (size_t d = 0; d < rank; ++d) plan[d] = {0, 1, data.shape[d]};
+  for (size_t a = 0; a < m; ++a) {
+    const size_t axis = size_t(normalize_axis(op, axes[a], int64_t(rank)));
+    if (sliced[axis])
+      throw_value_error(op, "axes must be distinct, axis " + std::to_string(axis) + " repeats");
+    if (steps[a] == 0) throw_value_error(op, "step must not be 0");
+    sliced[axis] = true;
+    plan[axis] = clamp_slice(starts[a], stops[a], steps[a], data.shape[axis]);
+  }
+  Shape expected(rank);
+  for (size_t d = 0; d < rank; ++d) expected[d] = plan[d].count;
+  check_updates_shape(op, updates.shape, expected);
+  const int64_t total_bytes = numel(data.shape) * int64_t(data.itemsize);
+  if (total_bytes != 0 && out == nullptr) throw_value_error(op, "out is a null pointer");
+
+  parallel_copy(out, data.data, total_bytes);
+  const int64_t rows_len = expected[rank - 1];
+  const int64_t rows = rows_len == 0 ? 0 : numel(expected) / rows_len;
+  if (rows == 0) return;
+
+  Shape strides(rank, int64_t(data.itemsize));  // data strides in bytes
+  for (size_t d = rank - 1; d-- > 0;) strides[d] = strides[d + 1] * data.shape[d + 1];
+  const Shape row_shape(expected.begin(), expected.end() - 1);
+  const SliceAxis last = plan[rank - 1];
+  const int64_t item = int64_t(data.itemsize);
+  const bool contiguous_rows = last.step == 1;
+  const char* src = static_cast<const char*>(updates.data);
+  char* dst = static_cast<char*>(out);
+
+  parallel_for(rows, rows * rows_len * item * 2, [&](int64_t r0, int64_t r1) {
+    Shape pos = unravel(r0, row_shape);
+    for (int64_t r = r0; r < r1; ++r) {
+      int64_t base = last.first * item;
+      for (size_t d = 0; d + 1 < rank; ++d)
+        base += (plan[d].first + pos[d] * plan[d].step) * strides[d];
+      const char* row = src + r * rows_len * item;
+      if (contiguous_rows) {
+        std::memcpy(dst + base, row, size_t(rows_len * item));
+      } else {
+        const int64_t step_bytes = last.step * item;
+        visit_width(data.itemsize, [&](auto width) {
+          using E = typename decltype(width)::type;
+          for (int64_t i = 0; i < rows_len; ++i) {
+            if constexpr (std::is_void_v<E>)
+              std::memcpy(dst + base + i * step_bytes, row + i * item, size_t(item));
+            else
+              move_element<E>(dst + base + i * step_bytes, row + i * item);
+          }
+        });
+      }
+      for (size_t d = row_shape.size(); d-- > 0;) {  // next row position
+        if (++pos[d] < row_shape[d]) break;
+        pos[d] = 0;
+      }
+    }
+  });
+}
+
+}  // namespace scatterkit

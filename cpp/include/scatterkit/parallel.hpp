@@ -1,0 +1,125 @@
+// OpenMP work sharing with the library's thread policy.
+//
+// - parallel_for splits [0, n) into contiguous blocks, one per thread. Callers
+//   only hand it work whose items cannot race (distinct output ranges), so
+//   results never depend on the thread count.
+// - Work below a threshold runs on the calling thread: starting a team costs
+//   microseconds and these ops are memory bound.
+// - The first exception thrown inside a region is captured and rethrown after
+//   it; nothing escapes an OpenMP region.
+// - After fork() in a process whose OpenMP pool already ran, libgomp would wait
+//   forever for threads that do not exist in the child, so such a child runs
+//   serially (Spark forks its Python workers).
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <string>
+
+#include "scatterkit/errors.hpp"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#if defined(__unix__) || defined(__APPLE__)
+#include <pthread.h>
+#define SCATTERKIT_HAS_PTHREAD_ATFORK 1
+#endif
+
+namespace scatterkit {
+namespace detail {
+
+struct ThreadState {
+  std::atomic<int> num_threads{0};  // 0: OpenMP's default
+  std::atomic<bool> pool_started{false};
+  std::atomic<bool> forked_child{false};
+};
+
+inline ThreadState& thread_state() {
+  static ThreadState state;
+  return state;
+}
+
+inline void on_fork_child() {
+  ThreadState& s = thread_state();
+  if (s.pool_started.load()) s.forked_child.store(true);
+}
+
+inline void register_fork_handler() {
+#ifdef SCATTERKIT_HAS_PTHREAD_ATFORK
+  static std::once_flag once;
+  std::call_once(once, [] { pthread_atfork(nullptr, nullptr, &on_fork_child); });
+#endif
+}
+
+// Below this many bytes touched an op stays on one thread.
+constexpr int64_t kMinParallelBytes = int64_t(1) << 17;
+
+}  // namespace detail
+
+// Threads used by the kernels: set_num_threads's value, else OpenMP's default;
+// 1 in a child forked after the pool started, or without OpenMP.
+inline int get_num_threads() {
+#ifdef _OPENMP
+  const detail::ThreadState& s = detail::thread_state();
+  if (s.forked_child.load()) return 1;
+  const int n = s.num_threads.load();
+  return n > 0 ? n : omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+inline void set_num_threads(int n) {
+  if (n < 1) throw ValueError("set_num_threads: n must be >= 1, got " + std::to_string(n));
+  detail::thread_state().num_threads.store(n);
+}
+
+namespace detail {
+
+// Threads worth using for `items` independent items touching `bytes` bytes.
+inline int threads_for(int64_t items, int64_t bytes) {
+  if (items < 2 || bytes < kMinParallelBytes) return 1;
+  const int64_t by_work = std::max<int64_t>(1, bytes / kMinParallelBytes);
+  return int(std::min<int64_t>({int64_t(get_num_threads()), items, by_work}));
+}
+
+// Calls body(begin, end) on contiguous blocks covering [0, n); `bytes` is the
+// memory the whole range touches, for the threshold.
+template <class Body>
+void parallel_for(int64_t n, int64_t bytes, Body&& body) {
+  if (n <= 0) return;
+  const int threads = threads_for(n, bytes);
+  if (threads <= 1) {
+    body(int64_t(0), n);
+    return;
+  }
+#ifdef _OPENMP
+  register_fork_handler();
+  thread_state().pool_started.store(true);
+  std::exception_ptr error;
+  std::atomic<bool> failed{false};
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t t = omp_get_thread_num();
+    const int64_t nt = omp_get_num_threads();
+    const int64_t begin = n * t / nt;
+    const int64_t end = n * (t + 1) / nt;
+    try {
+      if (begin < end) body(begin, end);
+    } catch (...) {
+#pragma omp critical(scatterkit_error)
+      if (!failed.exchange(true)) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+#else
+  body(int64_t(0), n);
+#endif
+}
+
+}  // namespace detail
+}  // namespace scatterkit

@@ -1,0 +1,207 @@
+// Reduction functors: how one update folds into a target.
+//
+// Each functor over storage type T has
+//   Acc                      the accumulator type,
+//   identity()               the start value when use_init_val is false,
+//   load(T) / store(Acc, n)  conversion in and out (store finalises: mean
+//                            divides by the count n, halves round once),
+//   combine(Acc, T)          one update folded in.
+// Integer sum/sub/prod wrap: they are computed in unsigned arithmetic, so
+// there is no signed-overflow UB. float16/bfloat16 accumulate in float32.
+// min/max propagate NaN from either operand.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "scatterkit/dtype.hpp"
+#include "scatterkit/errors.hpp"
+#include "scatterkit/half.hpp"
+
+namespace scatterkit {
+
+enum class Reduction { kNone, kSum, kSub, kProd, kMin, kMax, kMean };
+
+inline const char* reduction_name(Reduction r) {
+  switch (r) {
+    case Reduction::kNone: return "none";
+    case Reduction::kSum: return "sum";
+    case Reduction::kSub: return "sub";
+    case Reduction::kProd: return "prod";
+    case Reduction::kMin: return "min";
+    case Reduction::kMax: return "max";
+    case Reduction::kMean: return "mean";
+  }
+  return "?";
+}
+
+inline Reduction reduction_from_name(const std::string& name) {
+  for (int i = 0; i <= int(Reduction::kMean); ++i)
+    if (name == reduction_name(Reduction(i))) return Reduction(i);
+  throw ValueError("unknown reduction '" + name +
+                   "' (expected one of none, sum, sub, prod, min, max, mean)");
+}
+
+namespace detail {
+
+template <class T>
+constexpr bool is_half_v = std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>;
+
+template <class T>
+constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+
+// Arithmetic type of a storage type: float for the 16-bit floats, else itself.
+template <class T>
+using compute_t = std::conditional_t<is_half_v<T>, float, T>;
+
+template <class T>
+inline compute_t<T> to_compute(T v) {
+  if constexpr (is_half_v<T>) return to_float(v);
+  else return v;
+}
+
+template <class T>
+inline T from_compute(compute_t<T> v) {
+  if constexpr (std::is_same_v<T, float16>) return to_float16(v);
+  else if constexpr (std::is_same_v<T, bfloat16>) return to_bfloat16(v);
+  else return v;
+}
+
+// Unsigned type at least as wide as unsigned int: wrapping arithmetic without
+// promotion back to signed int.
+template <class T>
+using wrap_t = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+
+// Shared load/store for reductions whose accumulator is the compute type.
+template <class T>
+struct PlainAccess {
+  using Acc = compute_t<T>;
+  static Acc load(T v) { return to_compute(v); }
+  static T store(Acc a, int64_t) { return from_compute<T>(a); }
+};
+
+template <class T>
+struct SumOp : PlainAccess<T> {
+  using Acc = compute_t<T>;
+  static Acc identity() { return Acc(0); }
+  static Acc combine(Acc a, T u) {
+    if constexpr (std::is_same_v<T, bool>) return a || u;
+    else if constexpr (is_int_v<T>) return T(wrap_t<T>(a) + wrap_t<T>(u));
+    else return a + to_compute(u);
+  }
+};
+
+template <class T>
+struct SubOp : PlainAccess<T> {
+  using Acc = compute_t<T>;
+  static Acc identity() { return Acc(0); }
+  static Acc combine(Acc a, T u) {
+    if constexpr (std::is_same_v<T, bool>) return a != u;
+    else if constexpr (is_int_v<T>) return T(wrap_t<T>(a) - wrap_t<T>(u));
+    else return a - to_compute(u);
+  }
+};
+
+template <class T>
+struct ProdOp : PlainAccess<T> {
+  using Acc = compute_t<T>;
+  static Acc identity() { return Acc(1); }
+  static Acc combine(Acc a, T u) {
+    if constexpr (std::is_same_v<T, bool>) return a && u;
+    else if constexpr (is_int_v<T>) return T(wrap_t<T>(a) * wrap_t<T>(u));
+    else return a * to_compute(u);
+  }
+};
+
+template <class T>
+struct MinOp : PlainAccess<T> {
+  using Acc = compute_t<T>;
+  static Acc identity() {
+    if constexpr (std::is_same_v<T, bool>) return true;
+    else if constexpr (is_int_v<T>) return std::numeric_limits<T>::max();
+    else return std::numeric_limits<Acc>::infinity();
+  }
+  static Acc combine(Acc a, T u) {
+    const Acc v = to_compute(u);
+    if constexpr (!is_int_v<T> && !std::is_same_v<T, bool>) {
+      if (a != a) return a;
+      if (v != v) return v;
+    }
+    return v < a ? v : a;
+  }
+};
+
+template <class T>
+struct MaxOp : PlainAccess<T> {
+  using Acc = compute_t<T>;
+  static Acc identity() {
+    if constexpr (std::is_same_v<T, bool>) return false;
+    else if constexpr (is_int_v<T>) return std::numeric_limits<T>::lowest();
+    else return -std::numeric_limits<Acc>::infinity();
+  }
+  static Acc combine(Acc a, T u) {
+    const Acc v = to_compute(u);
+    if constexpr (!is_int_v<T> && !std::is_same_v<T, bool>) {
+      if (a != a) return a;
+      if (v != v) return v;
+    }
+    return a < v ? v : a;
+  }
+};
+
+// Exact integer mean: the sum is held wide enough never to overflow.
+template <class T>
+using mean_acc_t = std::conditional_t<
+    !is_int_v<T>, compute_t<T>,
+    std::conditional_t<(sizeof(T) < 8), int64_t,
+                       std::conditional_t<std::is_signed_v<T>, __int128, unsigned __int128>>>;
+
+template <class T>
+struct MeanOp {
+  static_assert(!std::is_same_v<T, bool>, "mean is not defined for bool");
+  using Acc = mean_acc_t<T>;
+  static Acc identity() { return Acc(0); }
+  static Acc load(T v) { return Acc(to_compute(v)); }
+  static Acc combine(Acc a, T u) { return a + Acc(to_compute(u)); }
+  static T store(Acc a, int64_t n) {
+    if constexpr (is_int_v<T>) {
+      const Acc d = Acc(n);
+      Acc q = a / d;
+      if constexpr (std::is_signed_v<T>)
+        if (q * d != a && a < 0) --q;  // floor, toward -inf
+      return T(q);
+    } else {
+      return from_compute<T>(a / Acc(n));
+    }
+  }
+};
+
+// Whether the fold can run directly on the output elements: the accumulator
+// is the storage type and finalising is the identity.
+template <class Op, class T>
+constexpr bool folds_in_place_v =
+    std::is_same_v<typename Op::Acc, T> && !std::is_same_v<Op, MeanOp<T>>;
+
+// Calls f(TypeTag<Op>{}) with the functor for reduction r over T (r != none).
+template <class T, class F>
+decltype(auto) visit_reduction(const char* op, Reduction r, F&& f) {
+  switch (r) {
+    case Reduction::kSum: return f(TypeTag<SumOp<T>>{});
+    case Reduction::kSub: return f(TypeTag<SubOp<T>>{});
+    case Reduction::kProd: return f(TypeTag<ProdOp<T>>{});
+    case Reduction::kMin: return f(TypeTag<MinOp<T>>{});
+    case Reduction::kMax: return f(TypeTag<MaxOp<T>>{});
+    case Reduction::kMean:
+      if constexpr (std::is_same_v<T, bool>)
+        throw_type_error(op, "reduction 'mean' is not supported for bool data");
+      else
+        return f(TypeTag<MeanOp<T>>{});
+    case Reduction::kNone: break;
+  }
+  throw_value_error(op, "internal: visit_reduction called with reduction 'none'");
+}
+
+}  // namespace detail
+}  // namespace scatterkit

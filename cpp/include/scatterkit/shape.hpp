@@ -1,0 +1,48 @@
+// Shapes and the small arithmetic on them that every op needs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "scatterkit/errors.hpp"
+
+namespace scatterkit {
+
+using Shape = std::vector<int64_t>;
+
+// Product of shape[begin:end]; an empty range is 1.
+inline int64_t product(const Shape& shape, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end && i < shape.size(); ++i) p *= shape[i];
+  return p;
+}
+
+inline int64_t numel(const Shape& shape) { return product(shape, 0, shape.size()); }
+
+namespace detail {
+
+// Checks every extent is non-negative (views from C++ callers are not trusted).
+inline void check_shape(const char* op, const char* name, const Shape& shape) {
+  for (int64_t d : shape)
+    if (d < 0) throw_value_error(op, std::string(name) + " shape " + format_shape(shape) +
+                                         " has a negative extent");
+}
+
+// Maps axis from [-rank, rank-1] to [0, rank-1].
+inline int64_t normalize_axis(const char* op, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    throw_value_error(op, "axis " + std::to_string(axis) + " is out of bounds for rank " +
+                              std::to_string(rank) + " (valid range [" +
+                              std::to_string(-rank) + ", " + std::to_string(rank - 1) + "])");
+  return axis < 0 ? axis + rank : axis;
+}
+
+inline void check_updates_shape(const char* op, const Shape& updates, const Shape& expected) {
+  if (updates != expected)
+    throw_value_error(op, "updates shape " + format_shape(updates) +
+                              " does not match the expected shape " + format_shape(expected));
+}
+
+}  // namespace detail
+}  // namespace scatterkit

@@ -1,0 +1,54 @@
+// Non-owning views of C-contiguous tensors, as the type-erased entry points
+// take them. Callers keep the buffers alive for the call.
+#pragma once
+
+#include <cstddef>
+
+#include "scatterkit/dtype.hpp"
+#include "scatterkit/shape.hpp"
+
+namespace scatterkit {
+
+// A read-only tensor: pointer, shape, element tag and byte width.
+struct TensorRef {
+  const void* data = nullptr;
+  Shape shape;
+  DType dtype = DType::kOpaque;
+  size_t itemsize = 0;
+};
+
+// An index tensor. Narrower integer types are widened by the caller.
+struct IndexRef {
+  const void* data = nullptr;
+  Shape shape;
+  IndexType type = IndexType::kInt64;
+};
+
+// Per-call settings.
+struct OpOptions {
+  // false gives the v3 semantics: a negative index is an error.
+  bool allow_negative_indices = true;
+  // Prefix of error messages; the op's own name when null.
+  const char* name = nullptr;
+};
+
+namespace detail {
+
+inline const char* op_name(const OpOptions& o, const char* fallback) {
+  return o.name ? o.name : fallback;
+}
+
+inline void check_same_element(const char* op, const TensorRef& data, const TensorRef& updates) {
+  if (data.dtype != updates.dtype || data.itemsize != updates.itemsize)
+    throw_type_error(op, std::string("updates dtype ") + dtype_name(updates.dtype) +
+                             " does not match data dtype " + dtype_name(data.dtype));
+}
+
+inline void check_tensor(const char* op, const char* name, const void* ptr, const Shape& shape) {
+  check_shape(op, name, shape);
+  if (ptr == nullptr && numel(shape) != 0)
+    throw_value_error(op, std::string(name) + " is a null pointer");
+}
+
+}  // namespace detail
+}  // namespace scatterkit

@@ -1,0 +1,61 @@
+// Turning NumPy arrays into the core's views, defensively: the Python layer
+// already coerces its inputs, but _core is importable, so every buffer is
+// still checked (layout, size, writeability) before the GIL is released.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <string>
+
+#include "scatterkit/scatterkit.hpp"
+
+namespace scatterkit::bindings {
+
+namespace py = pybind11;
+
+inline Shape shape_of(const py::array& a) {
+  return Shape(a.shape(), a.shape() + a.ndim());
+}
+
+inline void require_c_contiguous(const char* op, const py::array& a, const char* name) {
+  const int flags = py::detail::array_proxy(a.ptr())->flags;
+  if (!(flags & py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_) ||
+      !(flags & py::detail::npy_api::NPY_ARRAY_ALIGNED_))
+    throw ValueError(std::string(op) + ": " + name + " must be C-contiguous and aligned");
+}
+
+inline TensorRef tensor_of(const char* op, const py::array& a, const std::string& dtype,
+                           const char* name) {
+  require_c_contiguous(op, a, name);
+  return TensorRef{a.data(), shape_of(a), dtype_from_name(dtype), size_t(a.itemsize())};
+}
+
+inline IndexRef indices_of(const char* op, const py::array& a) {
+  require_c_contiguous(op, a, "indices");
+  const char kind = a.dtype().kind();
+  IndexType type;
+  if (kind == 'i' && a.itemsize() == 4) type = IndexType::kInt32;
+  else if (kind == 'i' && a.itemsize() == 8) type = IndexType::kInt64;
+  else if (kind == 'u' && a.itemsize() == 8) type = IndexType::kUInt64;
+  else throw TypeError(std::string(op) + ": indices must be int32, int64 or uint64 here");
+  return IndexRef{a.data(), shape_of(a), type};
+}
+
+// The output buffer: data's shape and item size, writeable, C-contiguous.
+// Returns the pointer to write through (equal to data's for in place).
+inline void* output_of(const char* op, py::array& out, const TensorRef& data) {
+  require_c_contiguous(op, out, "out");
+  if (!out.writeable()) throw ValueError(std::string(op) + ": out is read-only");
+  if (shape_of(out) != data.shape || size_t(out.itemsize()) != data.itemsize)
+    throw ValueError(std::string(op) + ": out shape " + detail::format_shape(shape_of(out)) +
+                     " does not match data shape " + detail::format_shape(data.shape));
+  return out.mutable_data();
+}
+
+void bind_scatter_update(py::module_& m);
+void bind_scatter_elements_update(py::module_& m);
+void bind_scatter_nd_update(py::module_& m);
+void bind_slice_scatter(py::module_& m);
+
+}  // namespace scatterkit::bindings

@@ -1,0 +1,216 @@
+"""Argument coercion shared by the public functions.
+
+The wrappers only turn Python arguments into the arrays and integers the
+kernels take; shape rules and index checks live once, in C++.
+"""
+
+from __future__ import annotations
+
+import operator
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+
+# dtype tags the kernels do arithmetic on; every other dtype moves as bytes.
+_ARITHMETIC = {
+    ("b", 1): "bool",
+    ("i", 1): "int8",
+    ("i", 2): "int16",
+    ("i", 4): "int32",
+    ("i", 8): "int64",
+    ("u", 1): "uint8",
+    ("u", 2): "uint16",
+    ("u", 4): "uint32",
+    ("u", 8): "uint64",
+    ("f", 2): "float16",
+    ("f", 4): "float32",
+    ("f", 8): "float64",
+}
+
+
+def dtype_tag(dtype: np.dtype) -> str:
+    """The kernel's name for a dtype: an arithmetic type, or 'opaque' bytes."""
+    if dtype.name == "bfloat16" and dtype.itemsize == 2:  # ml_dtypes.bfloat16
+        return "bfloat16"
+    return _ARITHMETIC.get((dtype.kind, dtype.itemsize), "opaque")
+
+
+def as_data(data: Any, op: str) -> np.ndarray:
+    """`data` as an ndarray in native byte order (no copy when it already is)."""
+    arr = np.asarray(data)
+    if arr.dtype.hasobject:
+        raise TypeError(f"{op}: data of dtype {arr.dtype} holds Python objects; object arrays are not supported")
+    if not arr.dtype.isnative:
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    return arr
+
+
+def as_indices(indices: Any, op: str) -> np.ndarray:
+    """Indices as a C-contiguous int32, int64 or uint64 array (lossless widening)."""
+    given_array = isinstance(indices, np.ndarray)
+    arr = np.asarray(indices)
+    if not given_array and arr.size == 0 and arr.dtype.kind == "f":
+        arr = arr.astype(np.int64)  # an empty Python list
+    kind, size = arr.dtype.kind, arr.dtype.itemsize
+    if kind not in "iu":
+        raise TypeError(f"{op}: indices must be an integer array, got dtype {arr.dtype}")
+    if kind == "i":
+        target = np.int32 if size <= 4 else np.int64
+    else:
+        target = np.int32 if size <= 2 else (np.int64 if size == 4 else np.uint64)
+    return np.require(arr, dtype=target, requirements=["C", "A"])
+
+
+def as_updates(updates: Any, dtype: np.dtype, op: str) -> np.ndarray:
+    """Updates in data's dtype.
+
+    Arrays (and NumPy scalars) cast under NumPy's same_kind rule; Python scalars and
+    lists take data's dtype directly, as in NumPy assignment, but a value that does
+    not fit is an error.
+    """
+    is_array = isinstance(updates, (np.ndarray, np.generic)) or hasattr(updates, "__array__")
+    if is_array:
+        arr = np.asarray(updates)
+        if arr.dtype != dtype:
+            if not np.can_cast(arr.dtype, dtype, casting="same_kind"):
+                raise TypeError(
+                    f"{op}: cannot cast updates from dtype {arr.dtype} to data dtype {dtype} "
+                    "under the 'same_kind' rule"
+                )
+            arr = arr.astype(dtype, casting="same_kind")
+    else:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                arr = np.asarray(updates, dtype=dtype)
+        except (OverflowError, RuntimeWarning, DeprecationWarning) as exc:
+            raise ValueError(f"{op}: updates value out of range for dtype {dtype}: {exc}") from exc
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{op}: updates cannot be converted to dtype {dtype}: {exc}") from exc
+    if arr.dtype.hasobject:
+        raise TypeError(f"{op}: updates of dtype {arr.dtype} hold Python objects")
+    return np.require(arr, dtype=dtype, requirements=["C", "A"])
+
+
+def _check_integer_array(arr: np.ndarray, name: str, op: str) -> None:
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{op}: {name} must be an integer, got dtype {arr.dtype}")
+
+
+def as_int(value: Any, name: str, op: str) -> int:
+    """An integer attribute: int, NumPy integer, 0-D or one-element 1-D array."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{op}: {name} must be an integer, got a bool")
+    if isinstance(value, (int, np.integer)):
+        return operator.index(value)
+    arr = np.asarray(value)
+    _check_integer_array(arr, name, op)
+    if arr.ndim > 1 or arr.size != 1:
+        raise ValueError(
+            f"{op}: {name} must be a scalar or a one-element 1-D array, got shape {arr.shape}"
+        )
+    return int(arr.reshape(()))
+
+
+def as_int_list(value: Any, name: str, op: str) -> list[int]:
+    """A slice parameter as a list: a scalar gives one element."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{op}: {name} must be an integer, got a bool")
+    if isinstance(value, (int, np.integer)):
+        return [operator.index(value)]
+    arr = np.asarray(value)
+    if arr.size == 0 and arr.dtype.kind == "f" and not isinstance(value, np.ndarray):
+        arr = arr.astype(np.int64)
+    if arr.dtype.kind == "b":
+        raise TypeError(f"{op}: {name} must be integers, got dtype bool")
+    _check_integer_array(arr, name, op)
+    if arr.ndim > 1:
+        raise ValueError(f"{op}: {name} must be a scalar or a 1-D sequence, got shape {arr.shape}")
+    return [int(v) for v in arr.reshape(-1)]
+
+
+def clamp_int64(value: int) -> int:
+    """Start/stop/step beyond int64 behave as the int64 limits (they clamp anyway)."""
+    return min(max(value, _INT64_MIN), _INT64_MAX)
+
+
+def check_axis_range(axis: int, op: str) -> int:
+    if not _INT64_MIN <= axis <= _INT64_MAX:
+        raise ValueError(f"{op}: axis {axis} is out of bounds")
+    return axis
+
+
+def check_bool(value: Any, name: str, op: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{op}: {name} must be a bool, got {type(value).__name__}")
+    return bool(value)
+
+
+def check_reduction(value: Any, op: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{op}: reduction must be a string, got {type(value).__name__}")
+    return value
+
+
+def _same_buffer(a: np.ndarray, b: np.ndarray) -> bool:
+    return (
+        a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+        and a.shape == b.shape
+        and a.strides == b.strides
+        and a.dtype == b.dtype
+    )
+
+
+def _directly_writable(arr: np.ndarray) -> bool:
+    return bool(arr.flags.c_contiguous and arr.flags.aligned)
+
+
+def execute(
+    op: str,
+    data: np.ndarray,
+    out: Any,
+    reads: Sequence[np.ndarray],
+    kernel: Callable[[np.ndarray, np.ndarray], None],
+) -> np.ndarray:
+    """Runs kernel(src, dst) with buffers it can use, honouring `out=`.
+
+    The kernel validates everything before it writes, so when it raises, `out`
+    (and `data` when out is data) is untouched. A non-contiguous `out`, or one that
+    overlaps what the kernel reads, is written through a temporary.
+    """
+    if out is None:
+        src = np.require(data, requirements=["C", "A"])
+        dst = np.empty(src.shape, dtype=src.dtype)
+        kernel(src, dst)
+        return dst
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"{op}: out must be a numpy.ndarray, got {type(out).__name__}")
+    if not out.flags.writeable:
+        raise ValueError(f"{op}: out is read-only")
+    if out.shape != data.shape:
+        raise ValueError(f"{op}: out shape {out.shape} does not match data shape {data.shape}")
+    if out.dtype != data.dtype:
+        raise TypeError(f"{op}: out dtype {out.dtype} does not match data dtype {data.dtype}")
+
+    overlaps_reads = any(np.may_share_memory(out, r) for r in reads)
+    if _same_buffer(out, data):  # in place
+        if _directly_writable(out) and not overlaps_reads:
+            kernel(out, out)
+        else:
+            tmp = np.array(out, order="C")
+            kernel(tmp, tmp)
+            np.copyto(out, tmp)
+        return out
+    src = np.require(data, requirements=["C", "A"])
+    if _directly_writable(out) and not overlaps_reads and not np.may_share_memory(out, src):
+        kernel(src, out)
+    else:
+        tmp = np.empty(src.shape, dtype=src.dtype)
+        kernel(src, tmp)
+        np.copyto(out, tmp)
+    return out

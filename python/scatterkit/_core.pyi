@@ -1,0 +1,53 @@
+# Stubs for the compiled module. Kept in step with python/bindings by
+# tests/python/test_api.py. These entry points expect prepared arguments;
+# use the functions of the scatterkit package.
+import numpy as np
+
+__version__: str
+openmp: bool
+
+def scatter_update(
+    data: np.ndarray,
+    indices: np.ndarray,
+    updates: np.ndarray,
+    axis: int,
+    out: np.ndarray,
+    dtype: str,
+    allow_negative: bool,
+    name: str,
+) -> None: ...
+def scatter_elements_update(
+    data: np.ndarray,
+    indices: np.ndarray,
+    updates: np.ndarray,
+    axis: int,
+    out: np.ndarray,
+    dtype: str,
+    reduction: str,
+    use_init_val: bool,
+    allow_negative: bool,
+    name: str,
+) -> None: ...
+def scatter_nd_update(
+    data: np.ndarray,
+    indices: np.ndarray,
+    updates: np.ndarray,
+    out: np.ndarray,
+    dtype: str,
+    reduction: str,
+    allow_negative: bool,
+    name: str,
+) -> None: ...
+def slice_scatter(
+    data: np.ndarray,
+    updates: np.ndarray,
+    start: list[int],
+    stop: list[int],
+    step: list[int],
+    axis: list[int],
+    out: np.ndarray,
+    dtype: str,
+    name: str,
+) -> None: ...
+def set_num_threads(n: int) -> None: ...
+def get_num_threads() -> int: ...
