@@ -14,9 +14,7 @@ namespace scatterkit::bindings {
 
 namespace py = pybind11;
 
-inline Shape shape_of(const py::array& a) {
-  return Shape(a.shape(), a.shape() + a.ndim());
-}
+inline Shape shape_of(const py::array& a) { return Shape(a.shape(), a.shape() + a.ndim()); }
 
 inline void require_c_contiguous(const char* op, const py::array& a, const char* name) {
   const int flags = py::detail::array_proxy(a.ptr())->flags;
@@ -35,10 +33,14 @@ inline IndexRef indices_of(const char* op, const py::array& a) {
   require_c_contiguous(op, a, "indices");
   const char kind = a.dtype().kind();
   IndexType type;
-  if (kind == 'i' && a.itemsize() == 4) type = IndexType::kInt32;
-  else if (kind == 'i' && a.itemsize() == 8) type = IndexType::kInt64;
-  else if (kind == 'u' && a.itemsize() == 8) type = IndexType::kUInt64;
-  else throw TypeError(std::string(op) + ": indices must be int32, int64 or uint64 here");
+  if (kind == 'i' && a.itemsize() == 4)
+    type = IndexType::kInt32;
+  else if (kind == 'i' && a.itemsize() == 8)
+    type = IndexType::kInt64;
+  else if (kind == 'u' && a.itemsize() == 8)
+    type = IndexType::kUInt64;
+  else
+    throw TypeError(std::string(op) + ": indices must be int32, int64 or uint64 here");
   return IndexRef{a.data(), shape_of(a), type};
 }
 

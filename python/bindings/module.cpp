@@ -26,8 +26,7 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("set_num_threads", &scatterkit::set_num_threads, py::arg("n"),
         "Set the number of threads the kernels use (n >= 1).");
-  m.def("get_num_threads", &scatterkit::get_num_threads,
-        "Number of threads the kernels use.");
+  m.def("get_num_threads", &scatterkit::get_num_threads, "Number of threads the kernels use.");
   m.attr("__version__") = SCATTERKIT_VERSION;
 #ifdef _OPENMP
   m.attr("openmp") = true;

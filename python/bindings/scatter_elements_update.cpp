@@ -6,8 +6,8 @@ void bind_scatter_elements_update(py::module_& m) {
   m.def(
       "scatter_elements_update",
       [](const py::array& data, const py::array& indices, const py::array& updates, int64_t axis,
-         py::array& out, const std::string& dtype, const std::string& reduction,
-         bool use_init_val, bool allow_negative, const std::string& name) {
+         py::array& out, const std::string& dtype, const std::string& reduction, bool use_init_val,
+         bool allow_negative, const std::string& name) {
         const char* op = name.c_str();
         const TensorRef d = tensor_of(op, data, dtype, "data");
         const TensorRef u = tensor_of(op, updates, dtype, "updates");

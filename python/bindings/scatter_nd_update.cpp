@@ -5,9 +5,9 @@ namespace scatterkit::bindings {
 void bind_scatter_nd_update(py::module_& m) {
   m.def(
       "scatter_nd_update",
-      [](const py::array& data, const py::array& indices, const py::array& updates,
-         py::array& out, const std::string& dtype, const std::string& reduction,
-         bool allow_negative, const std::string& name) {
+      [](const py::array& data, const py::array& indices, const py::array& updates, py::array& out,
+         const std::string& dtype, const std::string& reduction, bool allow_negative,
+         const std::string& name) {
         const char* op = name.c_str();
         const TensorRef d = tensor_of(op, data, dtype, "data");
         const TensorRef u = tensor_of(op, updates, dtype, "updates");

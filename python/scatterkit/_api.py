@@ -93,7 +93,12 @@ def _slice_scatter(data, updates, start, stop, step, axis, out, *, name):
 
 
 def scatter_update(
-    data: ArrayLike, indices: ArrayLike, updates: ArrayLike, axis: Any, *, out: np.ndarray | None = None
+    data: ArrayLike,
+    indices: ArrayLike,
+    updates: ArrayLike,
+    axis: Any,
+    *,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Copy of `data` with slices along `axis` replaced (ScatterUpdate-3).
 
@@ -266,7 +271,13 @@ def scatter_nd_update(
     array([ 1, 11,  3, 10,  9,  6,  7, 12])
     """
     return _scatter_nd_update(
-        data, indices, updates, out, reduction=reduction, allow_negative=True, name="scatter_nd_update"
+        data,
+        indices,
+        updates,
+        out,
+        reduction=reduction,
+        allow_negative=True,
+        name="scatter_nd_update",
     )
 
 
@@ -344,7 +355,13 @@ def _scatter_elements_update_v3(data, indices, updates, axis, *, out=None):
 def _scatter_nd_update_v3(data, indices, updates, *, out=None):
     """ScatterNDUpdate-3: tuple scatter, no reduction, negative indices are errors."""
     return _scatter_nd_update(
-        data, indices, updates, out, reduction="none", allow_negative=False, name="ScatterNDUpdate-3"
+        data,
+        indices,
+        updates,
+        out,
+        reduction="none",
+        allow_negative=False,
+        name="ScatterNDUpdate-3",
     )
 
 
@@ -374,7 +391,9 @@ def get_op(name: str) -> Callable[..., np.ndarray]:
     try:
         return _OPS[name]
     except (KeyError, TypeError):
-        raise ValueError(f"get_op: unknown operation {name!r}; expected one of {sorted(_OPS)}") from None
+        raise ValueError(
+            f"get_op: unknown operation {name!r}; expected one of {sorted(_OPS)}"
+        ) from None
 
 
 def set_num_threads(n: int) -> None:

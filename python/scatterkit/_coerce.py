@@ -44,7 +44,9 @@ def as_data(data: Any, op: str) -> np.ndarray:
     """`data` as an ndarray in native byte order (no copy when it already is)."""
     arr = np.asarray(data)
     if arr.dtype.hasobject:
-        raise TypeError(f"{op}: data of dtype {arr.dtype} holds Python objects; object arrays are not supported")
+        raise TypeError(
+            f"{op}: data of dtype {arr.dtype} holds Python objects; object arrays are not supported"
+        )
     if not arr.dtype.isnative:
         arr = arr.astype(arr.dtype.newbyteorder("="))
     return arr

@@ -13,8 +13,7 @@ from hypothesis import settings
 sys.path.insert(0, os.path.dirname(__file__))
 
 # Reproducible hypothesis runs: same examples every time, nothing read from or written to disk.
-settings.register_profile("ci", derandomize=True, database=None, deadline=None,
-                          print_blob=True)
+settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True)
 settings.load_profile("ci")
 
 BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
@@ -90,8 +89,9 @@ def random_values(rng: np.random.Generator, dtype, shape, special: bool = True) 
         letters = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz\x00\x01\xff", np.uint8)
         flat = rng.choice(letters, n * dtype.itemsize).astype(np.uint8).view(dtype)
     elif dtype.kind == "U":
-        codes = rng.choice(np.array([65, 98, 0x3B1, 0x1F600, 0x4E2D], np.uint32),
-                           n * (dtype.itemsize // 4))
+        codes = rng.choice(
+            np.array([65, 98, 0x3B1, 0x1F600, 0x4E2D], np.uint32), n * (dtype.itemsize // 4)
+        )
         flat = codes.astype(np.uint32).view(dtype)
     elif dtype.names is not None:
         flat = np.zeros(n, dtype)
@@ -102,8 +102,9 @@ def random_values(rng: np.random.Generator, dtype, shape, special: bool = True) 
     return np.asarray(flat).reshape(shape)
 
 
-def random_indices(rng: np.random.Generator, shape, size: int, index_dtype,
-                   allow_negative: bool) -> np.ndarray:
+def random_indices(
+    rng: np.random.Generator, shape, size: int, index_dtype, allow_negative: bool
+) -> np.ndarray:
     """Valid indices into an axis of ``size`` (negative ones when allowed and signed)."""
     index_dtype = np.dtype(index_dtype)
     lo = -size if allow_negative and index_dtype.kind == "i" else 0

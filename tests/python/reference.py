@@ -129,11 +129,23 @@ def _identity(reduction: str, dtype: np.dtype):
         return reduction in ("prod", "min")
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
-        return {"sum": 0, "mean": 0, "sub": 0, "prod": 1, "min": int(info.max),
-                "max": int(info.min)}[reduction]
+        return {
+            "sum": 0,
+            "mean": 0,
+            "sub": 0,
+            "prod": 1,
+            "min": int(info.max),
+            "max": int(info.min),
+        }[reduction]
     t = _acc_float_type(dtype)
-    return {"sum": t(0.0), "mean": t(0.0), "sub": t(0.0), "prod": t(1.0), "min": t(np.inf),
-            "max": t(-np.inf)}[reduction]
+    return {
+        "sum": t(0.0),
+        "mean": t(0.0),
+        "sub": t(0.0),
+        "prod": t(1.0),
+        "min": t(np.inf),
+        "max": t(-np.inf),
+    }[reduction]
 
 
 def _float_min(a, b):
@@ -248,19 +260,27 @@ def ref_scatter_update(data, indices, updates, axis, allow_negative: bool = Fals
     expected = pre + indices.shape + post
     if upd.shape != expected:
         raise ValueError(f"updates shape {upd.shape} does not match expected {expected}")
-    positions = {ii: _normalize_index(indices[ii], size, axis, allow_negative)
-                 for ii in np.ndindex(indices.shape)}
+    positions = {
+        ii: _normalize_index(indices[ii], size, axis, allow_negative)
+        for ii in np.ndindex(indices.shape)
+    }
     for ii in np.ndindex(indices.shape):
         v = positions[ii]
         for p in np.ndindex(pre):
             for q in np.ndindex(post):
-                out[p + (v,) + q] = upd[p + ii + q]
+                out[(*p, v, *q)] = upd[p + ii + q]
     return out
 
 
-def ref_scatter_elements_update(data, indices, updates, axis, reduction: str = "none",
-                                use_init_val: bool = True,
-                                allow_negative: bool = True) -> np.ndarray:
+def ref_scatter_elements_update(
+    data,
+    indices,
+    updates,
+    axis,
+    reduction: str = "none",
+    use_init_val: bool = True,
+    allow_negative: bool = True,
+) -> np.ndarray:
     """ScatterElementsUpdate-12 (``allow_negative=False``: v3).
 
     ``out[i_0, ..., indices[i], ..., i_n] = reduction(updates[i], out[...])`` for every ``i``
@@ -293,8 +313,9 @@ def ref_scatter_elements_update(data, indices, updates, axis, reduction: str = "
     return folder.finish()
 
 
-def ref_scatter_nd_update(data, indices, updates, reduction: str = "none",
-                          allow_negative: bool = True) -> np.ndarray:
+def ref_scatter_nd_update(
+    data, indices, updates, reduction: str = "none", allow_negative: bool = True
+) -> np.ndarray:
     """ScatterNDUpdate-15 (``allow_negative=False``, ``reduction='none'``: v3).
 
     ``out[indices[b]] = reduction(updates[b], out[indices[b]])`` slab by slab, for every batch
@@ -322,7 +343,7 @@ def ref_scatter_nd_update(data, indices, updates, reduction: str = "none",
     coords = {}
     for b in np.ndindex(batch):
         coords[b] = tuple(
-            _normalize_index(indices[b + (j,)], out.shape[j], j, allow_negative) for j in range(k)
+            _normalize_index(indices[(*b, j)], out.shape[j], j, allow_negative) for j in range(k)
         )
     folder = _Folder(out, reduction)
     for b in np.ndindex(batch):
@@ -364,8 +385,10 @@ def ref_slice_scatter(data, updates, start, stop, step, axis) -> np.ndarray:
     ``out[..., positions[i], ...] = updates[..., i, ...]`` on every sliced axis at once.
     """
     out = _as_native_array(data)
-    params = [_param_list(p, name) for p, name in
-              ((start, "start"), (stop, "stop"), (step, "step"), (axis, "axis"))]
+    params = [
+        _param_list(p, name)
+        for p, name in ((start, "start"), (stop, "stop"), (step, "step"), (axis, "axis"))
+    ]
     n = len(params[0])
     if n == 0 or any(len(p) != n for p in params):
         raise ValueError("start, stop, step and axis must have the same length")

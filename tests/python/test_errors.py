@@ -13,9 +13,8 @@ from typing import Callable
 
 import numpy as np
 import pytest
-from conftest import BFLOAT16, STRUCT_DTYPE
-
 import scatterkit as sk
+from conftest import BFLOAT16, STRUCT_DTYPE
 
 U64_MAX = 2**64 - 1
 I64_MIN = -(2**63)
@@ -53,276 +52,498 @@ def _ones(n, dtype=np.float32):
 CASES = {
     # --- indices out of range ---------------------------------------------------------------
     "scatter_update-positive": Case(
-        _f32(3, 5), lambda d, out: sk.scatter_update(
-            d, np.array([0, 4, 7]), np.ones((3, 3), np.float32), 1, out=out),
-        IndexError, "index 7 is out of bounds for axis 1 with size 5"),
+        _f32(3, 5),
+        lambda d, out: sk.scatter_update(
+            d, np.array([0, 4, 7]), np.ones((3, 3), np.float32), 1, out=out
+        ),
+        IndexError,
+        "index 7 is out of bounds for axis 1 with size 5",
+    ),
     "scatter_update-negative": Case(
-        _f32(3, 5), lambda d, out: sk.scatter_update(
-            d, np.array([0, 1, -1]), np.ones((3, 3), np.float32), 1, out=out),
-        IndexError, "index -1 is out of bounds for axis 1 with size 5"),
+        _f32(3, 5),
+        lambda d, out: sk.scatter_update(
+            d, np.array([0, 1, -1]), np.ones((3, 3), np.float32), 1, out=out
+        ),
+        IndexError,
+        "index -1 is out of bounds for axis 1 with size 5",
+    ),
     "scatter_update-v3-negative": Case(
-        _f32(4, 2), lambda d, out: su3(
-            d, np.array([[1], [-4]]), np.ones((2, 1, 2), np.float32), 0, out=out),
-        IndexError, "index -4 is out of bounds for axis 0 with size 4"),
+        _f32(4, 2),
+        lambda d, out: su3(d, np.array([[1], [-4]]), np.ones((2, 1, 2), np.float32), 0, out=out),
+        IndexError,
+        "index -4 is out of bounds for axis 0 with size 4",
+    ),
     "scatter_update-uint64-max": Case(
-        _f32(4, 2), lambda d, out: sk.scatter_update(
-            d, np.array([0, U64_MAX], np.uint64), np.ones((2, 2), np.float32), 0, out=out),
-        IndexError, f"index {U64_MAX} is out of bounds for axis 0 with size 4"),
+        _f32(4, 2),
+        lambda d, out: sk.scatter_update(
+            d, np.array([0, U64_MAX], np.uint64), np.ones((2, 2), np.float32), 0, out=out
+        ),
+        IndexError,
+        f"index {U64_MAX} is out of bounds for axis 0 with size 4",
+    ),
     "scatter_update-0d-index": Case(
-        _f32(4), lambda d, out: sk.scatter_update(d, np.array(4), np.float32(1), 0, out=out),
-        IndexError, "index 4 is out of bounds for axis 0 with size 4"),
+        _f32(4),
+        lambda d, out: sk.scatter_update(d, np.array(4), np.float32(1), 0, out=out),
+        IndexError,
+        "index 4 is out of bounds for axis 0 with size 4",
+    ),
     "scatter_elements-positive": Case(
-        _i32(2, 5), lambda d, out: sk.scatter_elements_update(
-            d, np.array([[0, 1], [2, 7]]), np.ones((2, 2), np.int32), 1, out=out),
-        IndexError, "index 7 is out of bounds for axis 1 with size 5"),
+        _i32(2, 5),
+        lambda d, out: sk.scatter_elements_update(
+            d, np.array([[0, 1], [2, 7]]), np.ones((2, 2), np.int32), 1, out=out
+        ),
+        IndexError,
+        "index 7 is out of bounds for axis 1 with size 5",
+    ),
     "scatter_elements-negative-beyond": Case(
-        _i32(4), lambda d, out: sk.scatter_elements_update(
-            d, np.array([-4, 3, -5]), np.ones(3, np.int32), 0, reduction="sum", out=out),
-        IndexError, "index -5 is out of bounds for axis 0 with size 4"),
+        _i32(4),
+        lambda d, out: sk.scatter_elements_update(
+            d, np.array([-4, 3, -5]), np.ones(3, np.int32), 0, reduction="sum", out=out
+        ),
+        IndexError,
+        "index -5 is out of bounds for axis 0 with size 4",
+    ),
     "scatter_elements-int64-min": Case(
-        _i32(4), lambda d, out: sk.scatter_elements_update(
-            d, np.array([1, I64_MIN], np.int64), np.ones(2, np.int32), 0, out=out),
-        IndexError, f"index {I64_MIN} is out of bounds for axis 0 with size 4"),
+        _i32(4),
+        lambda d, out: sk.scatter_elements_update(
+            d, np.array([1, I64_MIN], np.int64), np.ones(2, np.int32), 0, out=out
+        ),
+        IndexError,
+        f"index {I64_MIN} is out of bounds for axis 0 with size 4",
+    ),
     "scatter_elements-v3-negative": Case(
-        _i32(4), lambda d, out: se3(d, np.array([0, 3, -1]), np.ones(3, np.int32), 0, out=out),
-        IndexError, "index -1 is out of bounds for axis 0 with size 4"),
+        _i32(4),
+        lambda d, out: se3(d, np.array([0, 3, -1]), np.ones(3, np.int32), 0, out=out),
+        IndexError,
+        "index -1 is out of bounds for axis 0 with size 4",
+    ),
     "scatter_elements-uint64-max": Case(
-        _i32(4), lambda d, out: sk.scatter_elements_update(
-            d, np.array([1, U64_MAX], np.uint64), np.ones(2, np.int32), 0, reduction="max",
-            out=out),
-        IndexError, f"index {U64_MAX} is out of bounds for axis 0 with size 4"),
+        _i32(4),
+        lambda d, out: sk.scatter_elements_update(
+            d, np.array([1, U64_MAX], np.uint64), np.ones(2, np.int32), 0, reduction="max", out=out
+        ),
+        IndexError,
+        f"index {U64_MAX} is out of bounds for axis 0 with size 4",
+    ),
     "scatter_elements-uint32-max": Case(
-        _i32(4), lambda d, out: sk.scatter_elements_update(
-            d, np.array([1, 2**32 - 1], np.uint32), np.ones(2, np.int32), 0, out=out),
-        IndexError, f"index {2**32 - 1} is out of bounds for axis 0 with size 4"),
+        _i32(4),
+        lambda d, out: sk.scatter_elements_update(
+            d, np.array([1, 2**32 - 1], np.uint32), np.ones(2, np.int32), 0, out=out
+        ),
+        IndexError,
+        f"index {2**32 - 1} is out of bounds for axis 0 with size 4",
+    ),
     "scatter_elements-uint8-max": Case(
-        _i32(4), lambda d, out: sk.scatter_elements_update(
-            d, np.array([1, 255], np.uint8), np.ones(2, np.int32), 0, out=out),
-        IndexError, "index 255 is out of bounds for axis 0 with size 4"),
+        _i32(4),
+        lambda d, out: sk.scatter_elements_update(
+            d, np.array([1, 255], np.uint8), np.ones(2, np.int32), 0, out=out
+        ),
+        IndexError,
+        "index 255 is out of bounds for axis 0 with size 4",
+    ),
     "scatter_nd-positive": Case(
-        _f32(8), lambda d, out: sk.scatter_nd_update(
-            d, np.array([[4], [3], [8]]), _ones(3), out=out),
-        IndexError, "index 8 is out of bounds for axis 0 with size 8"),
+        _f32(8),
+        lambda d, out: sk.scatter_nd_update(d, np.array([[4], [3], [8]]), _ones(3), out=out),
+        IndexError,
+        "index 8 is out of bounds for axis 0 with size 8",
+    ),
     "scatter_nd-coordinate-checked-alone": Case(
         # (0, 5) is flat offset 5 < 6, but coordinate 1 is out of its axis of size 3.
-        _f32(2, 3), lambda d, out: sk.scatter_nd_update(
-            d, np.array([[1, 2], [0, 5]]), _ones(2), out=out),
-        IndexError, "index 5 is out of bounds for axis 1 with size 3"),
+        _f32(2, 3),
+        lambda d, out: sk.scatter_nd_update(d, np.array([[1, 2], [0, 5]]), _ones(2), out=out),
+        IndexError,
+        "index 5 is out of bounds for axis 1 with size 3",
+    ),
     "scatter_nd-negative-beyond": Case(
-        _f32(2, 3), lambda d, out: sk.scatter_nd_update(
-            d, np.array([[-2, -3], [0, -4]]), _ones(2), reduction="sum", out=out),
-        IndexError, "index -4 is out of bounds for axis 1 with size 3"),
+        _f32(2, 3),
+        lambda d, out: sk.scatter_nd_update(
+            d, np.array([[-2, -3], [0, -4]]), _ones(2), reduction="sum", out=out
+        ),
+        IndexError,
+        "index -4 is out of bounds for axis 1 with size 3",
+    ),
     "scatter_nd-v3-negative": Case(
-        _f32(2, 3), lambda d, out: nd3(d, np.array([[1, 2], [-1, 0]]), _ones(2), out=out),
-        IndexError, "index -1 is out of bounds for axis 0 with size 2"),
+        _f32(2, 3),
+        lambda d, out: nd3(d, np.array([[1, 2], [-1, 0]]), _ones(2), out=out),
+        IndexError,
+        "index -1 is out of bounds for axis 0 with size 2",
+    ),
     "scatter_nd-uint64-max": Case(
-        _f32(2, 3), lambda d, out: nd15(
-            d, np.array([[1, 2], [1, U64_MAX]], np.uint64), _ones(2), out=out),
-        IndexError, f"index {U64_MAX} is out of bounds for axis 1 with size 3"),
+        _f32(2, 3),
+        lambda d, out: nd15(d, np.array([[1, 2], [1, U64_MAX]], np.uint64), _ones(2), out=out),
+        IndexError,
+        f"index {U64_MAX} is out of bounds for axis 1 with size 3",
+    ),
     # --- shapes --------------------------------------------------------------------------------
     "scatter_update-updates-shape": Case(
-        _f32(3, 5), lambda d, out: sk.scatter_update(
-            d, np.array([0, 1]), np.ones((2, 3), np.float32), 1, out=out),
-        ValueError, "updates shape"),
+        _f32(3, 5),
+        lambda d, out: sk.scatter_update(
+            d, np.array([0, 1]), np.ones((2, 3), np.float32), 1, out=out
+        ),
+        ValueError,
+        "updates shape",
+    ),
     "scatter_update-0d-updates-for-1d-indices": Case(
-        _f32(3), lambda d, out: sk.scatter_update(
-            d, np.array([0, 1]), np.float32(1), 0, out=out),
-        ValueError, "updates shape"),
+        _f32(3),
+        lambda d, out: sk.scatter_update(d, np.array([0, 1]), np.float32(1), 0, out=out),
+        ValueError,
+        "updates shape",
+    ),
     "scatter_elements-updates-shape": Case(
-        _i32(3, 3), lambda d, out: sk.scatter_elements_update(
-            d, np.zeros((2, 2), np.int64), np.ones((2, 3), np.int32), 0, out=out),
-        ValueError, "updates shape"),
+        _i32(3, 3),
+        lambda d, out: sk.scatter_elements_update(
+            d, np.zeros((2, 2), np.int64), np.ones((2, 3), np.int32), 0, out=out
+        ),
+        ValueError,
+        "updates shape",
+    ),
     "scatter_elements-rank": Case(
-        _i32(3, 3), lambda d, out: sk.scatter_elements_update(
-            d, np.zeros(3, np.int64), np.ones(3, np.int32), 0, out=out),
-        ValueError, "rank"),
+        _i32(3, 3),
+        lambda d, out: sk.scatter_elements_update(
+            d, np.zeros(3, np.int64), np.ones(3, np.int32), 0, out=out
+        ),
+        ValueError,
+        "rank",
+    ),
     "scatter_elements-extent-exceeds": Case(
-        _i32(3, 3), lambda d, out: sk.scatter_elements_update(
-            d, np.zeros((2, 4), np.int64), np.ones((2, 4), np.int32), 0, out=out),
-        ValueError, "exceeds"),
+        _i32(3, 3),
+        lambda d, out: sk.scatter_elements_update(
+            d, np.zeros((2, 4), np.int64), np.ones((2, 4), np.int32), 0, out=out
+        ),
+        ValueError,
+        "exceeds",
+    ),
     "scatter_elements-v3-extent-exceeds": Case(
-        _i32(3, 3), lambda d, out: se3(
-            d, np.zeros((4, 2), np.int64), np.ones((4, 2), np.int32), 1, out=out),
-        ValueError, "exceeds"),
+        _i32(3, 3),
+        lambda d, out: se3(d, np.zeros((4, 2), np.int64), np.ones((4, 2), np.int32), 1, out=out),
+        ValueError,
+        "exceeds",
+    ),
     "scatter_nd-updates-shape": Case(
-        _f32(4, 4), lambda d, out: sk.scatter_nd_update(
-            d, np.array([[0], [2]]), np.ones((2, 3), np.float32), out=out),
-        ValueError, "updates shape"),
+        _f32(4, 4),
+        lambda d, out: sk.scatter_nd_update(
+            d, np.array([[0], [2]]), np.ones((2, 3), np.float32), out=out
+        ),
+        ValueError,
+        "updates shape",
+    ),
     "scatter_nd-0d-expected-two-elements": Case(
-        _f32(4, 4), lambda d, out: sk.scatter_nd_update(
-            d, np.array([1, 2]), np.ones(2, np.float32), out=out),
-        ValueError, "updates shape"),
+        _f32(4, 4),
+        lambda d, out: sk.scatter_nd_update(d, np.array([1, 2]), np.ones(2, np.float32), out=out),
+        ValueError,
+        "updates shape",
+    ),
     "scatter_nd-0d-indices": Case(
-        _f32(4), lambda d, out: sk.scatter_nd_update(d, np.array(1), np.float32(1), out=out),
-        ValueError, "indices"),
+        _f32(4),
+        lambda d, out: sk.scatter_nd_update(d, np.array(1), np.float32(1), out=out),
+        ValueError,
+        "indices",
+    ),
     "scatter_nd-k-above-rank": Case(
-        _f32(4, 4), lambda d, out: sk.scatter_nd_update(
-            d, np.array([[0, 1, 2]]), np.ones(1, np.float32), out=out),
-        ValueError, "indices"),
+        _f32(4, 4),
+        lambda d, out: sk.scatter_nd_update(
+            d, np.array([[0, 1, 2]]), np.ones(1, np.float32), out=out
+        ),
+        ValueError,
+        "indices",
+    ),
     "slice_scatter-updates-shape": Case(
-        _f32(2, 5), lambda d, out: sk.slice_scatter(
-            d, np.ones((2, 2), np.float32), -25, 25, 2, 1, out=out),
-        ValueError, "updates shape"),
+        _f32(2, 5),
+        lambda d, out: sk.slice_scatter(d, np.ones((2, 2), np.float32), -25, 25, 2, 1, out=out),
+        ValueError,
+        "updates shape",
+    ),
     "slice_scatter-updates-shape-clamped-empty": Case(
-        _f32(2, 5), lambda d, out: sk.slice_scatter(
-            d, np.ones((2, 1), np.float32), 9, 20, 1, 1, out=out),
-        ValueError, "updates shape"),
+        _f32(2, 5),
+        lambda d, out: sk.slice_scatter(d, np.ones((2, 1), np.float32), 9, 20, 1, 1, out=out),
+        ValueError,
+        "updates shape",
+    ),
     # --- axis ----------------------------------------------------------------------------------
     "scatter_update-axis-range": Case(
-        _f32(3, 5), lambda d, out: sk.scatter_update(
-            d, np.array([0]), np.ones((3, 1), np.float32), 2, out=out),
-        ValueError, "axis"),
+        _f32(3, 5),
+        lambda d, out: sk.scatter_update(d, np.array([0]), np.ones((3, 1), np.float32), 2, out=out),
+        ValueError,
+        "axis",
+    ),
     "scatter_update-axis-negative-range": Case(
-        _f32(3, 5), lambda d, out: sk.scatter_update(
-            d, np.array([0]), np.ones((1, 5), np.float32), -3, out=out),
-        ValueError, "axis"),
+        _f32(3, 5),
+        lambda d, out: sk.scatter_update(
+            d, np.array([0]), np.ones((1, 5), np.float32), -3, out=out
+        ),
+        ValueError,
+        "axis",
+    ),
     "scatter_update-axis-two-elements": Case(
-        _f32(3, 5), lambda d, out: sk.scatter_update(
-            d, np.array([0]), np.ones((1, 5), np.float32), np.array([0, 1]), out=out),
-        ValueError, "axis"),
+        _f32(3, 5),
+        lambda d, out: sk.scatter_update(
+            d, np.array([0]), np.ones((1, 5), np.float32), np.array([0, 1]), out=out
+        ),
+        ValueError,
+        "axis",
+    ),
     "scatter_elements-axis-range": Case(
-        _i32(3), lambda d, out: sk.scatter_elements_update(
-            d, np.array([0]), np.ones(1, np.int32), 1, out=out),
-        ValueError, "axis"),
+        _i32(3),
+        lambda d, out: sk.scatter_elements_update(
+            d, np.array([0]), np.ones(1, np.int32), 1, out=out
+        ),
+        ValueError,
+        "axis",
+    ),
     "scatter_elements-axis-two-elements": Case(
-        _i32(3), lambda d, out: sk.scatter_elements_update(
-            d, np.array([0]), np.ones(1, np.int32), [0, 0], out=out),
-        ValueError, "axis"),
+        _i32(3),
+        lambda d, out: sk.scatter_elements_update(
+            d, np.array([0]), np.ones(1, np.int32), [0, 0], out=out
+        ),
+        ValueError,
+        "axis",
+    ),
     "slice_scatter-axis-range": Case(
-        _f32(2, 5), lambda d, out: sk.slice_scatter(
-            d, np.ones((2, 5), np.float32), 0, 5, 1, 2, out=out),
-        ValueError, "axis"),
+        _f32(2, 5),
+        lambda d, out: sk.slice_scatter(d, np.ones((2, 5), np.float32), 0, 5, 1, 2, out=out),
+        ValueError,
+        "axis",
+    ),
     "scatter_update-axis-bool": Case(
-        _f32(3, 5), lambda d, out: sk.scatter_update(
-            d, np.array([0]), np.ones((3, 1), np.float32), True, out=out),
-        TypeError, "integer"),
+        _f32(3, 5),
+        lambda d, out: sk.scatter_update(
+            d, np.array([0]), np.ones((3, 1), np.float32), True, out=out
+        ),
+        TypeError,
+        "integer",
+    ),
     "scatter_update-axis-float": Case(
-        _f32(3, 5), lambda d, out: sk.scatter_update(
-            d, np.array([0]), np.ones((3, 1), np.float32), 1.0, out=out),
-        TypeError, "integer"),
+        _f32(3, 5),
+        lambda d, out: sk.scatter_update(
+            d, np.array([0]), np.ones((3, 1), np.float32), 1.0, out=out
+        ),
+        TypeError,
+        "integer",
+    ),
     "scatter_elements-axis-float-array": Case(
-        _i32(3), lambda d, out: sk.scatter_elements_update(
-            d, np.array([0]), np.ones(1, np.int32), np.array([0.0]), out=out),
-        TypeError, "integer"),
+        _i32(3),
+        lambda d, out: sk.scatter_elements_update(
+            d, np.array([0]), np.ones(1, np.int32), np.array([0.0]), out=out
+        ),
+        TypeError,
+        "integer",
+    ),
     "slice_scatter-axis-bool": Case(
-        _f32(2, 5), lambda d, out: sk.slice_scatter(
-            d, np.ones((1, 5), np.float32), 0, 1, 1, np.False_, out=out),
-        TypeError, "integer"),
+        _f32(2, 5),
+        lambda d, out: sk.slice_scatter(
+            d, np.ones((1, 5), np.float32), 0, 1, 1, np.False_, out=out
+        ),
+        TypeError,
+        "integer",
+    ),
     "slice_scatter-start-float": Case(
-        _f32(2, 5), lambda d, out: sk.slice_scatter(
-            d, np.ones((1, 5), np.float32), 0.0, 1, 1, 0, out=out),
-        TypeError, "integer"),
+        _f32(2, 5),
+        lambda d, out: sk.slice_scatter(d, np.ones((1, 5), np.float32), 0.0, 1, 1, 0, out=out),
+        TypeError,
+        "integer",
+    ),
     "slice_scatter-stop-bool-array": Case(
-        _f32(2, 5), lambda d, out: sk.slice_scatter(
-            d, np.ones((1, 5), np.float32), 0, np.array([True]), 1, 0, out=out),
-        TypeError, "integer"),
+        _f32(2, 5),
+        lambda d, out: sk.slice_scatter(
+            d, np.ones((1, 5), np.float32), 0, np.array([True]), 1, 0, out=out
+        ),
+        TypeError,
+        "integer",
+    ),
     "slice_scatter-step-float": Case(
-        _f32(2, 5), lambda d, out: sk.slice_scatter(
-            d, np.ones((1, 5), np.float32), 0, 1, 1.5, 0, out=out),
-        TypeError, "integer"),
+        _f32(2, 5),
+        lambda d, out: sk.slice_scatter(d, np.ones((1, 5), np.float32), 0, 1, 1.5, 0, out=out),
+        TypeError,
+        "integer",
+    ),
     # --- index dtypes --------------------------------------------------------------------------
     "scatter_update-float-indices": Case(
-        _f32(4), lambda d, out: sk.scatter_update(
-            d, np.array([1.0]), np.ones(1, np.float32), 0, out=out),
-        TypeError, "integer"),
+        _f32(4),
+        lambda d, out: sk.scatter_update(d, np.array([1.0]), np.ones(1, np.float32), 0, out=out),
+        TypeError,
+        "integer",
+    ),
     "scatter_elements-float-indices": Case(
-        _i32(4), lambda d, out: sk.scatter_elements_update(
-            d, np.array([1.0, 2.0]), np.ones(2, np.int32), 0, out=out),
-        TypeError, "integer"),
+        _i32(4),
+        lambda d, out: sk.scatter_elements_update(
+            d, np.array([1.0, 2.0]), np.ones(2, np.int32), 0, out=out
+        ),
+        TypeError,
+        "integer",
+    ),
     "scatter_elements-bool-indices": Case(
-        _i32(4), lambda d, out: sk.scatter_elements_update(
-            d, np.array([True, False]), np.ones(2, np.int32), 0, out=out),
-        TypeError, "integer"),
+        _i32(4),
+        lambda d, out: sk.scatter_elements_update(
+            d, np.array([True, False]), np.ones(2, np.int32), 0, out=out
+        ),
+        TypeError,
+        "integer",
+    ),
     "scatter_nd-float-indices": Case(
-        _f32(4), lambda d, out: sk.scatter_nd_update(
-            d, np.array([[1.0]]), np.ones(1, np.float32), out=out),
-        TypeError, "integer"),
+        _f32(4),
+        lambda d, out: sk.scatter_nd_update(d, np.array([[1.0]]), np.ones(1, np.float32), out=out),
+        TypeError,
+        "integer",
+    ),
     # --- reductions ----------------------------------------------------------------------------
     "scatter_elements-mean-bool": Case(
-        lambda: np.array([True, False, True]), lambda d, out: sk.scatter_elements_update(
-            d, np.array([0]), np.array([True]), 0, reduction="mean", out=out),
-        TypeError, "mean"),
+        lambda: np.array([True, False, True]),
+        lambda d, out: sk.scatter_elements_update(
+            d, np.array([0]), np.array([True]), 0, reduction="mean", out=out
+        ),
+        TypeError,
+        "mean",
+    ),
     "scatter_elements-unknown-reduction": Case(
-        _i32(4), lambda d, out: sk.scatter_elements_update(
-            d, np.array([0]), np.ones(1, np.int32), 0, reduction="add", out=out),
-        ValueError, "reduction"),
+        _i32(4),
+        lambda d, out: sk.scatter_elements_update(
+            d, np.array([0]), np.ones(1, np.int32), 0, reduction="add", out=out
+        ),
+        ValueError,
+        "reduction",
+    ),
     "scatter_elements-sub": Case(
-        _i32(4), lambda d, out: sk.scatter_elements_update(
-            d, np.array([0]), np.ones(1, np.int32), 0, reduction="sub", out=out),
-        ValueError, "reduction"),
+        _i32(4),
+        lambda d, out: sk.scatter_elements_update(
+            d, np.array([0]), np.ones(1, np.int32), 0, reduction="sub", out=out
+        ),
+        ValueError,
+        "reduction",
+    ),
     "scatter_nd-mean": Case(
-        _f32(4), lambda d, out: sk.scatter_nd_update(
-            d, np.array([[0]]), np.ones(1, np.float32), reduction="mean", out=out),
-        ValueError, "reduction"),
+        _f32(4),
+        lambda d, out: sk.scatter_nd_update(
+            d, np.array([[0]]), np.ones(1, np.float32), reduction="mean", out=out
+        ),
+        ValueError,
+        "reduction",
+    ),
     "scatter_nd-unknown-reduction": Case(
-        _f32(4), lambda d, out: sk.scatter_nd_update(
-            d, np.array([[0]]), np.ones(1, np.float32), reduction="SUM", out=out),
-        ValueError, "reduction"),
+        _f32(4),
+        lambda d, out: sk.scatter_nd_update(
+            d, np.array([[0]]), np.ones(1, np.float32), reduction="SUM", out=out
+        ),
+        ValueError,
+        "reduction",
+    ),
     "scatter_elements-use-init-val-int": Case(
-        _i32(4), lambda d, out: sk.scatter_elements_update(
-            d, np.array([0]), np.ones(1, np.int32), 0, reduction="sum", use_init_val=1,
-            out=out),
-        TypeError, "use_init_val"),
+        _i32(4),
+        lambda d, out: sk.scatter_elements_update(
+            d, np.array([0]), np.ones(1, np.int32), 0, reduction="sum", use_init_val=1, out=out
+        ),
+        TypeError,
+        "use_init_val",
+    ),
     "scatter_elements-use-init-val-str": Case(
-        _i32(4), lambda d, out: se12(
-            d, np.array([0]), np.ones(1, np.int32), 0, reduction="sum", use_init_val="false",
-            out=out),
-        TypeError, "use_init_val"),
+        _i32(4),
+        lambda d, out: se12(
+            d,
+            np.array([0]),
+            np.ones(1, np.int32),
+            0,
+            reduction="sum",
+            use_init_val="false",
+            out=out,
+        ),
+        TypeError,
+        "use_init_val",
+    ),
     # --- slice parameters ----------------------------------------------------------------------
     "slice_scatter-step-zero": Case(
-        _f32(2, 5), lambda d, out: sk.slice_scatter(
-            d, np.ones((2, 0), np.float32), 0, 5, 0, 1, out=out),
-        ValueError, "step"),
+        _f32(2, 5),
+        lambda d, out: sk.slice_scatter(d, np.ones((2, 0), np.float32), 0, 5, 0, 1, out=out),
+        ValueError,
+        "step",
+    ),
     "slice_scatter-step-zero-in-sequence": Case(
-        _f32(2, 5), lambda d, out: ss15(
-            d, np.ones((1, 5), np.float32), [0, 0], [1, 5], [1, 0], [0, 1], out=out),
-        ValueError, "step"),
+        _f32(2, 5),
+        lambda d, out: ss15(
+            d, np.ones((1, 5), np.float32), [0, 0], [1, 5], [1, 0], [0, 1], out=out
+        ),
+        ValueError,
+        "step",
+    ),
     "slice_scatter-mixed-scalar-sequence": Case(
-        _f32(2, 5), lambda d, out: sk.slice_scatter(
-            d, np.ones((1, 2), np.float32), 0, [1, 2], [1, 1], [0, 1], out=out),
-        ValueError, "same length"),
+        _f32(2, 5),
+        lambda d, out: sk.slice_scatter(
+            d, np.ones((1, 2), np.float32), 0, [1, 2], [1, 1], [0, 1], out=out
+        ),
+        ValueError,
+        "same length",
+    ),
     "slice_scatter-unequal-lengths": Case(
-        _f32(2, 5), lambda d, out: sk.slice_scatter(
-            d, np.ones((1, 2), np.float32), [0, 0], [1, 2], [1, 1, 1], [0, 1], out=out),
-        ValueError, "same length"),
+        _f32(2, 5),
+        lambda d, out: sk.slice_scatter(
+            d, np.ones((1, 2), np.float32), [0, 0], [1, 2], [1, 1, 1], [0, 1], out=out
+        ),
+        ValueError,
+        "same length",
+    ),
     "slice_scatter-repeated-axes": Case(
-        _f32(2, 5), lambda d, out: sk.slice_scatter(
-            d, np.ones((2, 1), np.float32), [0, 1], [5, 2], [1, 1], [1, 1], out=out),
-        ValueError, "distinct"),
+        _f32(2, 5),
+        lambda d, out: sk.slice_scatter(
+            d, np.ones((2, 1), np.float32), [0, 1], [5, 2], [1, 1], [1, 1], out=out
+        ),
+        ValueError,
+        "distinct",
+    ),
     "slice_scatter-repeated-axes-negative-alias": Case(
-        _f32(2, 5), lambda d, out: sk.slice_scatter(
-            d, np.ones((1, 5), np.float32), np.array([0, 0]), np.array([1, 1]),
-            np.array([1, 1]), np.array([0, -2]), out=out),
-        ValueError, "distinct"),
+        _f32(2, 5),
+        lambda d, out: sk.slice_scatter(
+            d,
+            np.ones((1, 5), np.float32),
+            np.array([0, 0]),
+            np.array([1, 1]),
+            np.array([1, 1]),
+            np.array([0, -2]),
+            out=out,
+        ),
+        ValueError,
+        "distinct",
+    ),
     # --- updates values and dtypes ------------------------------------------------------------
     "scatter_update-updates-float64-into-int32": Case(
-        _i32(4), lambda d, out: sk.scatter_update(
-            d, np.array([1]), np.array([1.5]), 0, out=out),
-        TypeError, "cast"),
+        _i32(4),
+        lambda d, out: sk.scatter_update(d, np.array([1]), np.array([1.5]), 0, out=out),
+        TypeError,
+        "cast",
+    ),
     "scatter_elements-updates-float64-into-int32": Case(
-        _i32(4), lambda d, out: sk.scatter_elements_update(
-            d, np.array([1]), np.array([1.0]), 0, out=out),
-        TypeError, "cast"),
+        _i32(4),
+        lambda d, out: sk.scatter_elements_update(d, np.array([1]), np.array([1.0]), 0, out=out),
+        TypeError,
+        "cast",
+    ),
     "scatter_nd-updates-complex-into-float32": Case(
-        _f32(4), lambda d, out: sk.scatter_nd_update(
-            d, np.array([[1]]), np.array([1 + 1j]), out=out),
-        TypeError, "cast"),
+        _f32(4),
+        lambda d, out: sk.scatter_nd_update(d, np.array([[1]]), np.array([1 + 1j]), out=out),
+        TypeError,
+        "cast",
+    ),
     "slice_scatter-updates-float32-into-int8": Case(
-        lambda: np.zeros(4, np.int8), lambda d, out: sk.slice_scatter(
-            d, np.ones(4, np.float32), 0, 4, 1, 0, out=out),
-        TypeError, "cast"),
+        lambda: np.zeros(4, np.int8),
+        lambda d, out: sk.slice_scatter(d, np.ones(4, np.float32), 0, 4, 1, 0, out=out),
+        TypeError,
+        "cast",
+    ),
     "scatter_update-python-scalar-300-int8": Case(
-        lambda: np.zeros(4, np.int8), lambda d, out: sk.scatter_update(
-            d, np.array(2), 300, 0, out=out),
-        ValueError, "out of range"),
+        lambda: np.zeros(4, np.int8),
+        lambda d, out: sk.scatter_update(d, np.array(2), 300, 0, out=out),
+        ValueError,
+        "out of range",
+    ),
     "scatter_nd-python-list-300-int8": Case(
-        lambda: np.zeros(4, np.int8), lambda d, out: sk.scatter_nd_update(
-            d, np.array([[0], [1]]), [1, 300], out=out),
-        ValueError, "out of range"),
+        lambda: np.zeros(4, np.int8),
+        lambda d, out: sk.scatter_nd_update(d, np.array([[0], [1]]), [1, 300], out=out),
+        ValueError,
+        "out of range",
+    ),
     "scatter_elements-python-list-negative-uint8": Case(
-        lambda: np.zeros(4, np.uint8), lambda d, out: sk.scatter_elements_update(
-            d, np.array([0, 1]), [1, -1], 0, out=out),
-        ValueError, "out of range"),
+        lambda: np.zeros(4, np.uint8),
+        lambda d, out: sk.scatter_elements_update(d, np.array([0, 1]), [1, -1], 0, out=out),
+        ValueError,
+        "out of range",
+    ),
 }
 
 # Data of a dtype a reduction cannot use: every reduction is a TypeError naming "reduction".
@@ -337,26 +558,35 @@ NON_ARITHMETIC = {
 for _name, _make in NON_ARITHMETIC.items():
     for _reduction in ("sum", "prod", "min", "max", "mean"):
         CASES[f"scatter_elements-{_reduction}-{_name}"] = Case(
-            _make, lambda d, out, r=_reduction: sk.scatter_elements_update(
-                d, np.array([0, 2]), d[:2].copy(), 0, reduction=r, out=out),
-            TypeError, "reduction")
+            _make,
+            lambda d, out, r=_reduction: sk.scatter_elements_update(
+                d, np.array([0, 2]), d[:2].copy(), 0, reduction=r, out=out
+            ),
+            TypeError,
+            "reduction",
+        )
     for _reduction in ("sum", "sub", "prod", "min", "max"):
         CASES[f"scatter_nd-{_reduction}-{_name}"] = Case(
-            _make, lambda d, out, r=_reduction: sk.scatter_nd_update(
-                d, np.array([[0], [2]]), d[:2].copy(), reduction=r, out=out),
-            TypeError, "reduction")
+            _make,
+            lambda d, out, r=_reduction: sk.scatter_nd_update(
+                d, np.array([[0], [2]]), d[:2].copy(), reduction=r, out=out
+            ),
+            TypeError,
+            "reduction",
+        )
 
 OBJECT_OPS = {
-    "scatter_update": lambda d, out: sk.scatter_update(d, np.array([0]), d[:1].copy(), 0,
-                                                       out=out),
-    "scatter_elements": lambda d, out: sk.scatter_elements_update(d, np.array([0]), d[:1].copy(),
-                                                                  0, out=out),
+    "scatter_update": lambda d, out: sk.scatter_update(d, np.array([0]), d[:1].copy(), 0, out=out),
+    "scatter_elements": lambda d, out: sk.scatter_elements_update(
+        d, np.array([0]), d[:1].copy(), 0, out=out
+    ),
     "scatter_nd": lambda d, out: sk.scatter_nd_update(d, np.array([[0]]), d[:1].copy(), out=out),
     "slice_scatter": lambda d, out: sk.slice_scatter(d, d[:1].copy(), 0, 1, 1, 0, out=out),
 }
 for _name, _call in OBJECT_OPS.items():
-    CASES[f"{_name}-object-data"] = Case(lambda: np.array([1, "a", None], object), _call,
-                                         TypeError, "object")
+    CASES[f"{_name}-object-data"] = Case(
+        lambda: np.array([1, "a", None], object), _call, TypeError, "object"
+    )
 
 
 def _fresh_out(data: np.ndarray) -> np.ndarray:
@@ -391,12 +621,11 @@ def test_bad_input_raises_and_writes_nothing(name, out_mode):
 # --- out= problems (cannot be combined with out=data) ---------------------------------------
 
 OUT_CALLS = {
-    "scatter_update": lambda d, out: sk.scatter_update(d, np.array([1]), d[:1].copy(), 0,
-                                                       out=out),
+    "scatter_update": lambda d, out: sk.scatter_update(d, np.array([1]), d[:1].copy(), 0, out=out),
     "scatter_elements": lambda d, out: sk.scatter_elements_update(
-        d, np.array([1]), d[:1].copy(), 0, reduction="sum", out=out),
-    "scatter_nd": lambda d, out: sk.scatter_nd_update(d, np.array([[1]]), d[:1].copy(),
-                                                      out=out),
+        d, np.array([1]), d[:1].copy(), 0, reduction="sum", out=out
+    ),
+    "scatter_nd": lambda d, out: sk.scatter_nd_update(d, np.array([[1]]), d[:1].copy(), out=out),
     "slice_scatter": lambda d, out: sk.slice_scatter(d, d[:1].copy(), 1, 2, 1, 0, out=out),
 }
 
@@ -409,15 +638,19 @@ def _bad_outs(data):
         "shape-short": (np.zeros(data.size - 1, data.dtype), ValueError, "out shape"),
         "shape-2d": (np.zeros((1, data.size), data.dtype), ValueError, "out shape"),
         "dtype": (np.zeros(data.shape, np.float64), TypeError, "out dtype"),
-        "dtype-byteswapped": (np.zeros(data.shape, data.dtype.newbyteorder()), TypeError,
-                              "out dtype"),
+        "dtype-byteswapped": (
+            np.zeros(data.shape, data.dtype.newbyteorder()),
+            TypeError,
+            "out dtype",
+        ),
         "list": ([0.0] * data.size, TypeError, "out must be"),
         "tuple": (tuple([0.0] * data.size), TypeError, "out must be"),
     }
 
 
-@pytest.mark.parametrize("kind", ["read-only", "shape-short", "shape-2d", "dtype",
-                                  "dtype-byteswapped", "list", "tuple"])
+@pytest.mark.parametrize(
+    "kind", ["read-only", "shape-short", "shape-2d", "dtype", "dtype-byteswapped", "list", "tuple"]
+)
 @pytest.mark.parametrize("op", sorted(OUT_CALLS))
 def test_bad_out_raises_and_writes_nothing(op, kind):
     data = np.arange(5, dtype=np.float32) + 1
@@ -507,8 +740,9 @@ def test_bad_last_index_in_large_threaded_input_writes_nothing(threads):
 
 def test_bfloat16_mean_is_allowed_but_bool_mean_is_not():
     # The "mean" TypeError is about bool only: bfloat16 must not be caught by it.
-    out = sk.scatter_elements_update(np.zeros(2, BFLOAT16), np.array([0, 0]),
-                                     np.array([1, 2], BFLOAT16), 0, reduction="mean")
+    out = sk.scatter_elements_update(
+        np.zeros(2, BFLOAT16), np.array([0, 0]), np.array([1, 2], BFLOAT16), 0, reduction="mean"
+    )
     assert out.astype(np.float32).tolist() == [1.0, 0.0]
     with pytest.raises(TypeError, match="mean"):
         se12(np.zeros(2, bool), np.array([0]), np.array([True]), 0, reduction="mean")

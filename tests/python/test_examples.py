@@ -6,13 +6,22 @@ formula of ScatterElementsUpdate-3.  Expected values are literal, not computed b
 
 import numpy as np
 import pytest
+import scatterkit as sk
 from conftest import BFLOAT16
 
-import scatterkit as sk
-
 # Dtypes that hold every value of the examples exactly (264 rules out the 8-bit ones).
-EXAMPLE_DTYPES = [np.int16, np.int32, np.int64, np.uint16, np.uint32, np.uint64, np.float16,
-                  BFLOAT16, np.float32, np.float64]
+EXAMPLE_DTYPES = [
+    np.int16,
+    np.int32,
+    np.int64,
+    np.uint16,
+    np.uint32,
+    np.uint64,
+    np.float16,
+    BFLOAT16,
+    np.float32,
+    np.float64,
+]
 EXAMPLE_IDS = [np.dtype(t).name for t in EXAMPLE_DTYPES]
 
 
@@ -45,23 +54,29 @@ ND_EXAMPLE_2 = dict(
 @pytest.mark.parametrize("example", [ND_EXAMPLE_1, ND_EXAMPLE_2], ids=["example1", "example2"])
 @pytest.mark.parametrize("dtype", EXAMPLE_DTYPES, ids=EXAMPLE_IDS)
 @pytest.mark.parametrize(
-    "op", [sk.scatter_nd_update, sk.get_op("ScatterNDUpdate-3"), sk.get_op("ScatterNDUpdate-15")],
+    "op",
+    [sk.scatter_nd_update, sk.get_op("ScatterNDUpdate-3"), sk.get_op("ScatterNDUpdate-15")],
     ids=["top-level", "v3", "v15"],
 )
 def test_scatter_nd_update_spec_examples(op, dtype, example):
     data = np.array(example["data"], dtype)
     before = data.copy()
     for index_dtype in (np.int32, np.int64):
-        out = op(data, np.array(example["indices"], index_dtype),
-                 np.array(example["updates"], dtype))
+        out = op(
+            data, np.array(example["indices"], index_dtype), np.array(example["updates"], dtype)
+        )
         assert_values(out, example["output"], dtype)
     np.testing.assert_array_equal(data, before)
 
 
 def test_scatter_nd_update_example_1_in_place():
     data = np.array(ND_EXAMPLE_1["data"], np.float32)
-    out = sk.scatter_nd_update(data, np.array(ND_EXAMPLE_1["indices"]),
-                               np.array(ND_EXAMPLE_1["updates"], np.float32), out=data)
+    out = sk.scatter_nd_update(
+        data,
+        np.array(ND_EXAMPLE_1["indices"]),
+        np.array(ND_EXAMPLE_1["updates"], np.float32),
+        out=data,
+    )
     assert out is data
     assert data.tolist() == ND_EXAMPLE_1["output"]
 
@@ -69,31 +84,59 @@ def test_scatter_nd_update_example_1_in_place():
 # --- ScatterElementsUpdate-12 ---------------------------------------------------------------
 
 SE12_EXAMPLES = {
-    "example1": dict(data=[2, 3, 4, 6], indices=[1, 0, 0, -2, -1, 2],
-                     updates=[10, 20, 30, 40, 70, 60], axis=[0], reduction="sum",
-                     use_init_val=True, output=[52, 13, 104, 76]),
-    "example2": dict(data=[2, 3, 4, 6], indices=[1, 0, 0, 2, 3, 2],
-                     updates=[10, 20, 30, 40, 70, 60], axis=[0], reduction="sum",
-                     use_init_val=False, output=[50, 10, 100, 70]),
-    "example3": dict(data=[[0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]], indices=[[1, 2], [0, 3]],
-                     updates=[[11, 12], [13, 14]], axis=[1], reduction="none",
-                     use_init_val=True,
-                     output=[[0, 11, 12, 0], [13, 0, 0, 14], [0, 0, 0, 0]]),
-    "example4": dict(data=[[1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1]], indices=[[1, 1], [0, 3]],
-                     updates=[[11, 12], [13, 14]], axis=[1], reduction="sum",
-                     use_init_val=True,
-                     output=[[1, 24, 1, 1], [14, 1, 1, 15], [1, 1, 1, 1]]),
-    "example5": dict(data=[[2, 2, 2, 2], [2, 2, 2, 2], [2, 2, 2, 2]], indices=[[1, 1], [0, 3]],
-                     updates=[[11, 12], [13, 14]], axis=[1], reduction="prod",
-                     use_init_val=True,
-                     output=[[2, 264, 2, 2], [26, 2, 2, 28], [2, 2, 2, 2]]),
+    "example1": dict(
+        data=[2, 3, 4, 6],
+        indices=[1, 0, 0, -2, -1, 2],
+        updates=[10, 20, 30, 40, 70, 60],
+        axis=[0],
+        reduction="sum",
+        use_init_val=True,
+        output=[52, 13, 104, 76],
+    ),
+    "example2": dict(
+        data=[2, 3, 4, 6],
+        indices=[1, 0, 0, 2, 3, 2],
+        updates=[10, 20, 30, 40, 70, 60],
+        axis=[0],
+        reduction="sum",
+        use_init_val=False,
+        output=[50, 10, 100, 70],
+    ),
+    "example3": dict(
+        data=[[0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]],
+        indices=[[1, 2], [0, 3]],
+        updates=[[11, 12], [13, 14]],
+        axis=[1],
+        reduction="none",
+        use_init_val=True,
+        output=[[0, 11, 12, 0], [13, 0, 0, 14], [0, 0, 0, 0]],
+    ),
+    "example4": dict(
+        data=[[1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1]],
+        indices=[[1, 1], [0, 3]],
+        updates=[[11, 12], [13, 14]],
+        axis=[1],
+        reduction="sum",
+        use_init_val=True,
+        output=[[1, 24, 1, 1], [14, 1, 1, 15], [1, 1, 1, 1]],
+    ),
+    "example5": dict(
+        data=[[2, 2, 2, 2], [2, 2, 2, 2], [2, 2, 2, 2]],
+        indices=[[1, 1], [0, 3]],
+        updates=[[11, 12], [13, 14]],
+        axis=[1],
+        reduction="prod",
+        use_init_val=True,
+        output=[[2, 264, 2, 2], [26, 2, 2, 28], [2, 2, 2, 2]],
+    ),
 }
 
 
 @pytest.mark.parametrize("name", sorted(SE12_EXAMPLES))
 @pytest.mark.parametrize("dtype", EXAMPLE_DTYPES, ids=EXAMPLE_IDS)
 @pytest.mark.parametrize(
-    "op", [sk.scatter_elements_update, sk.get_op("ScatterElementsUpdate-12")],
+    "op",
+    [sk.scatter_elements_update, sk.get_op("ScatterElementsUpdate-12")],
     ids=["top-level", "v12"],
 )
 def test_scatter_elements_update_v12_spec_examples(op, dtype, name):
@@ -101,9 +144,14 @@ def test_scatter_elements_update_v12_spec_examples(op, dtype, name):
     data = np.array(ex["data"], dtype)
     before = data.copy()
     for index_dtype in (np.int8, np.int32, np.int64):
-        out = op(data, np.array(ex["indices"], index_dtype), np.array(ex["updates"], dtype),
-                 np.array(ex["axis"], np.int32), reduction=ex["reduction"],
-                 use_init_val=ex["use_init_val"])
+        out = op(
+            data,
+            np.array(ex["indices"], index_dtype),
+            np.array(ex["updates"], dtype),
+            np.array(ex["axis"], np.int32),
+            reduction=ex["reduction"],
+            use_init_val=ex["use_init_val"],
+        )
         assert_values(out, ex["output"], dtype)
     np.testing.assert_array_equal(data, before)
 
@@ -118,8 +166,12 @@ def test_scatter_elements_update_v12_example_1_negative_indices_rejected_by_v3()
 def test_scatter_elements_update_v3_example_3():
     ex = SE12_EXAMPLES["example3"]
     v3 = sk.get_op("ScatterElementsUpdate-3")
-    out = v3(np.array(ex["data"], np.int32), np.array(ex["indices"]),
-             np.array(ex["updates"], np.int32), np.array([1]))
+    out = v3(
+        np.array(ex["data"], np.int32),
+        np.array(ex["indices"]),
+        np.array(ex["updates"], np.int32),
+        np.array([1]),
+    )
     assert out.dtype == np.int32
     assert out.tolist() == ex["output"]
 
@@ -127,9 +179,14 @@ def test_scatter_elements_update_v3_example_3():
 def test_scatter_elements_update_v12_example_4_in_place():
     ex = SE12_EXAMPLES["example4"]
     data = np.array(ex["data"], np.int32)
-    out = sk.scatter_elements_update(data, np.array(ex["indices"]),
-                                     np.array(ex["updates"], np.int32), 1, reduction="sum",
-                                     out=data)
+    out = sk.scatter_elements_update(
+        data,
+        np.array(ex["indices"]),
+        np.array(ex["updates"], np.int32),
+        1,
+        reduction="sum",
+        out=data,
+    )
     assert out is data
     assert data.tolist() == ex["output"]
 
@@ -235,21 +292,35 @@ SLICE_DATA = [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]
 
 
 @pytest.mark.parametrize("dtype", EXAMPLE_DTYPES, ids=EXAMPLE_IDS)
-@pytest.mark.parametrize("op", [sk.slice_scatter, sk.get_op("SliceScatter-15")],
-                         ids=["top-level", "v15"])
+@pytest.mark.parametrize(
+    "op", [sk.slice_scatter, sk.get_op("SliceScatter-15")], ids=["top-level", "v15"]
+)
 def test_slice_scatter_example_1_fill_slice_over_axis_0(op, dtype):
     data = np.array(SLICE_DATA, dtype)
     one = np.array([1], np.int32)
-    out = op(data, np.array([[10, 20, 30, 40, 50]], dtype), np.array([0], np.int32), one, one,
-             np.array([0], np.int32))
+    out = op(
+        data,
+        np.array([[10, 20, 30, 40, 50]], dtype),
+        np.array([0], np.int32),
+        one,
+        one,
+        np.array([0], np.int32),
+    )
     assert_values(out, [[10, 20, 30, 40, 50], [5, 6, 7, 8, 9]], dtype)
 
 
 @pytest.mark.parametrize("dtype", EXAMPLE_DTYPES, ids=EXAMPLE_IDS)
-@pytest.mark.parametrize("op", [sk.slice_scatter, sk.get_op("SliceScatter-15")],
-                         ids=["top-level", "v15"])
+@pytest.mark.parametrize(
+    "op", [sk.slice_scatter, sk.get_op("SliceScatter-15")], ids=["top-level", "v15"]
+)
 def test_slice_scatter_example_2_every_second_value_clamped(op, dtype):
     data = np.array(SLICE_DATA, dtype)
-    out = op(data, np.array([[10, 20, 30], [40, 50, 60]], dtype), np.array([-25], np.int32),
-             np.array([25], np.int32), np.array([2], np.int32), np.array([1], np.int32))
+    out = op(
+        data,
+        np.array([[10, 20, 30], [40, 50, 60]], dtype),
+        np.array([-25], np.int32),
+        np.array([25], np.int32),
+        np.array([2], np.int32),
+        np.array([1], np.int32),
+    )
     assert_values(out, [[10, 1, 20, 3, 30], [40, 6, 50, 8, 60]], dtype)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scatterkit as sk
 from conftest import (
     ALL_DTYPES,
     BFLOAT16,
@@ -36,8 +37,6 @@ from reference import (
     ref_slice_scatter,
     slice_positions,
 )
-
-import scatterkit as sk
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -68,7 +67,7 @@ def with_layout(value: np.ndarray, layout: str, rng: np.random.Generator):
 
     if layout == "strided":
         big = random_values(rng, value.dtype, tuple(2 * d + 1 for d in value.shape))
-        view_index = (Ellipsis,) + tuple(slice(1, None, 2) for _ in value.shape)
+        view_index = (Ellipsis, *tuple(slice(1, None, 2) for _ in value.shape))
         view = big[view_index]
         view[...] = value
         mask = np.ones(big.shape, bool)
@@ -99,8 +98,9 @@ out_modes = st.sampled_from(OUT_MODES)
 seeds = st.integers(0, 2**32 - 1)
 
 
-def run_and_compare(call, data_value, expected, *, data_layout, out_mode, rng,
-                    zero_sign_agnostic=False):
+def run_and_compare(
+    call, data_value, expected, *, data_layout, out_mode, rng, zero_sign_agnostic=False
+):
     """Calls ``call(data, out=...)`` in the given mode and checks the result and the inputs."""
     if out_mode == "inplace":
         layout = data_layout if data_layout in IN_PLACE_LAYOUTS else "contiguous"
@@ -172,31 +172,45 @@ def _elements_case(draw, dtype, index_dtype=None):
     return rng, data, indices, updates, axis
 
 
-ELEMENT_CASES = [(r, d) for r in ELEMENTS_REDUCTIONS for d in REDUCIBLE_DTYPES
-                 if not (r == "mean" and d == np.bool_)]
+ELEMENT_CASES = [
+    (r, d)
+    for r in ELEMENTS_REDUCTIONS
+    for d in REDUCIBLE_DTYPES
+    if not (r == "mean" and d == np.bool_)
+]
 ELEMENT_CASES += [("none", d) for d in MOVEMENT_DTYPES]
 
 
-@pytest.mark.parametrize(("reduction", "dtype"), ELEMENT_CASES,
-                         ids=[f"{r}-{dtype_id(d)}" for r, d in ELEMENT_CASES])
+@pytest.mark.parametrize(
+    ("reduction", "dtype"), ELEMENT_CASES, ids=[f"{r}-{dtype_id(d)}" for r, d in ELEMENT_CASES]
+)
 @few
 @given(st.data())
 def test_scatter_elements_update_matches_reference(reduction, dtype, data):
     draw = data.draw
     rng, values, indices, updates, axis = _elements_case(draw, dtype)
     use_init_val = draw(st.booleans())
-    expected = ref_scatter_elements_update(values, indices, updates, axis, reduction=reduction,
-                                           use_init_val=use_init_val)
+    expected = ref_scatter_elements_update(
+        values, indices, updates, axis, reduction=reduction, use_init_val=use_init_val
+    )
     idx, _ = with_layout(indices, draw(layouts), rng)
     upd, _ = with_layout(updates, draw(layouts), rng)
     axis_arg = _axis_argument(draw, axis)
 
     def call(d, out):
-        return sk.scatter_elements_update(d, idx, upd, axis_arg, reduction=reduction,
-                                          use_init_val=use_init_val, out=out)
+        return sk.scatter_elements_update(
+            d, idx, upd, axis_arg, reduction=reduction, use_init_val=use_init_val, out=out
+        )
 
-    run_and_compare(call, values, expected, data_layout=draw(layouts), out_mode=draw(out_modes),
-                    rng=rng, zero_sign_agnostic=_zero_sign_agnostic(reduction))
+    run_and_compare(
+        call,
+        values,
+        expected,
+        data_layout=draw(layouts),
+        out_mode=draw(out_modes),
+        rng=rng,
+        zero_sign_agnostic=_zero_sign_agnostic(reduction),
+    )
 
 
 @pytest.mark.parametrize("index_dtype", INDEX_DTYPES, ids=dtype_id)
@@ -225,8 +239,9 @@ def test_scatter_elements_update_v3_matches_reference(dtype, data):
     ishape[axis % rank] = draw(st.integers(0, 6)) if shape[axis % rank] else 0
     rng = np.random.default_rng(draw(seeds))
     values = random_values(rng, dtype, shape)
-    indices = random_indices(rng, ishape, shape[axis % rank], draw(st.sampled_from(INDEX_DTYPES)),
-                             allow_negative=False)
+    indices = random_indices(
+        rng, ishape, shape[axis % rank], draw(st.sampled_from(INDEX_DTYPES)), allow_negative=False
+    )
     updates = random_values(rng, dtype, ishape)
     expected = ref_scatter_elements_update(values, indices, updates, axis, allow_negative=False)
     op = sk.get_op("ScatterElementsUpdate-3")
@@ -234,13 +249,17 @@ def test_scatter_elements_update_v3_matches_reference(dtype, data):
     def call(d, out):
         return op(d, indices, updates, axis, out=out)
 
-    run_and_compare(call, values, expected, data_layout=draw(layouts), out_mode=draw(out_modes),
-                    rng=rng)
+    run_and_compare(
+        call, values, expected, data_layout=draw(layouts), out_mode=draw(out_modes), rng=rng
+    )
 
 
 @pytest.mark.parametrize("reduction", ["sum", "prod", "min", "max", "mean"])
-@pytest.mark.parametrize("dtype", [np.dtype(np.int8), np.dtype(np.uint64), np.dtype(np.float16),
-                                   BFLOAT16, np.dtype(np.float32)], ids=dtype_id)
+@pytest.mark.parametrize(
+    "dtype",
+    [np.dtype(np.int8), np.dtype(np.uint64), np.dtype(np.float16), BFLOAT16, np.dtype(np.float32)],
+    ids=dtype_id,
+)
 @few
 @given(st.data())
 def test_scatter_elements_update_heavy_duplicates_fold_in_c_order(dtype, reduction, data):
@@ -254,10 +273,12 @@ def test_scatter_elements_update_heavy_duplicates_fold_in_c_order(dtype, reducti
     indices = random_indices(rng, (n, 2), size, np.int64, allow_negative=True)
     updates = random_values(rng, dtype, (n, 2), special=draw(st.booleans()))
     use_init_val = draw(st.booleans())
-    expected = ref_scatter_elements_update(values, indices, updates, 0, reduction=reduction,
-                                           use_init_val=use_init_val)
-    result = sk.scatter_elements_update(values, indices, updates, 0, reduction=reduction,
-                                        use_init_val=use_init_val)
+    expected = ref_scatter_elements_update(
+        values, indices, updates, 0, reduction=reduction, use_init_val=use_init_val
+    )
+    result = sk.scatter_elements_update(
+        values, indices, updates, 0, reduction=reduction, use_init_val=use_init_val
+    )
     assert_same(result, expected, zero_sign_agnostic=_zero_sign_agnostic(reduction))
 
 
@@ -271,14 +292,13 @@ def _nd_case(draw, dtype, allow_negative, index_dtype=None):
     k = draw(st.sampled_from((0, rank, draw(st.integers(0, rank)))))
     batch = _dims(draw, draw(st.integers(0, 2)), hi=4)
     if any(shape[j] == 0 for j in range(k)) and int(np.prod(batch)) != 0:
-        batch = (0,) + batch[1:]
+        batch = (0, *batch[1:])
     if index_dtype is None:
         index_dtype = draw(st.sampled_from(INDEX_DTYPES))
     rng = np.random.default_rng(draw(seeds))
     values = random_values(rng, dtype, shape)
-    columns = [random_indices(rng, batch, shape[j], index_dtype, allow_negative)
-               for j in range(k)]
-    indices = np.stack(columns, axis=-1) if k else np.zeros(batch + (0,), index_dtype)
+    columns = [random_indices(rng, batch, shape[j], index_dtype, allow_negative) for j in range(k)]
+    indices = np.stack(columns, axis=-1) if k else np.zeros((*batch, 0), index_dtype)
     indices = indices.astype(index_dtype)
     ushape = batch + shape[k:]
     if ushape == () and draw(st.booleans()):
@@ -291,8 +311,9 @@ ND_CASES = [(r, d) for r in ND_REDUCTIONS for d in REDUCIBLE_DTYPES]
 ND_CASES += [("none", d) for d in MOVEMENT_DTYPES]
 
 
-@pytest.mark.parametrize(("reduction", "dtype"), ND_CASES,
-                         ids=[f"{r}-{dtype_id(d)}" for r, d in ND_CASES])
+@pytest.mark.parametrize(
+    ("reduction", "dtype"), ND_CASES, ids=[f"{r}-{dtype_id(d)}" for r, d in ND_CASES]
+)
 @few
 @given(st.data())
 def test_scatter_nd_update_matches_reference(reduction, dtype, data):
@@ -305,8 +326,15 @@ def test_scatter_nd_update_matches_reference(reduction, dtype, data):
     def call(d, out):
         return sk.scatter_nd_update(d, idx, upd, reduction=reduction, out=out)
 
-    run_and_compare(call, values, expected, data_layout=draw(layouts), out_mode=draw(out_modes),
-                    rng=rng, zero_sign_agnostic=_zero_sign_agnostic(reduction))
+    run_and_compare(
+        call,
+        values,
+        expected,
+        data_layout=draw(layouts),
+        out_mode=draw(out_modes),
+        rng=rng,
+        zero_sign_agnostic=_zero_sign_agnostic(reduction),
+    )
 
 
 @pytest.mark.parametrize("index_dtype", INDEX_DTYPES, ids=dtype_id)
@@ -336,8 +364,9 @@ def test_scatter_nd_update_versions_match_reference(dtype, version, data):
     def call(d, out):
         return op(d, indices, updates, out=out)
 
-    run_and_compare(call, values, expected, data_layout=draw(layouts), out_mode=draw(out_modes),
-                    rng=rng)
+    run_and_compare(
+        call, values, expected, data_layout=draw(layouts), out_mode=draw(out_modes), rng=rng
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -371,8 +400,9 @@ def test_scatter_update_matches_reference(dtype, data):
     def call(d, out):
         return op(d, idx, upd, axis_arg, out=out)
 
-    run_and_compare(call, values, expected, data_layout=draw(layouts), out_mode=draw(out_modes),
-                    rng=rng)
+    run_and_compare(
+        call, values, expected, data_layout=draw(layouts), out_mode=draw(out_modes), rng=rng
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -390,14 +420,18 @@ slice_steps = st.one_of(
 
 def _param_argument(draw, values: list[int], scalar: bool):
     """``values`` as slice_scatter accepts them: scalars in any form, or sequences."""
-    fits = [d for d in INDEX_DTYPES
-            if all(np.iinfo(d).min <= v <= np.iinfo(d).max for v in values)]
+    fits = [d for d in INDEX_DTYPES if all(np.iinfo(d).min <= v <= np.iinfo(d).max for v in values)]
     dtype = draw(st.sampled_from(fits))
     if scalar:
         (v,) = values
         form = draw(st.sampled_from(("int", "scalar", "0d", "1elem", "list")))
-        return {"int": v, "scalar": dtype.type(v), "0d": np.array(v, dtype),
-                "1elem": np.array([v], dtype), "list": [v]}[form]
+        return {
+            "int": v,
+            "scalar": dtype.type(v),
+            "0d": np.array(v, dtype),
+            "1elem": np.array([v], dtype),
+            "list": [v],
+        }[form]
     return draw(st.sampled_from((list(values), np.array(values, dtype), tuple(values))))
 
 
@@ -435,8 +469,9 @@ def test_slice_scatter_matches_reference(dtype, data):
     def call(d, out):
         return op(d, upd, *args, out=out)
 
-    run_and_compare(call, values, expected, data_layout=draw(layouts), out_mode=draw(out_modes),
-                    rng=rng)
+    run_and_compare(
+        call, values, expected, data_layout=draw(layouts), out_mode=draw(out_modes), rng=rng
+    )
 
 
 @some

@@ -18,7 +18,8 @@ from reference import (
 
 def test_reference_scatter_nd_example_1():
     out = ref_scatter_nd_update(
-        np.array([1, 2, 3, 4, 5, 6, 7, 8]), np.array([[4], [3], [1], [7]]),
+        np.array([1, 2, 3, 4, 5, 6, 7, 8]),
+        np.array([[4], [3], [1], [7]]),
         np.array([9, 10, 11, 12]),
     )
     assert out.tolist() == [1, 11, 3, 10, 9, 6, 7, 12]
@@ -36,25 +37,65 @@ def test_reference_scatter_nd_example_2():
 @pytest.mark.parametrize(
     ("data", "indices", "updates", "axis", "reduction", "use_init_val", "expected"),
     [
-        ([2, 3, 4, 6], [1, 0, 0, -2, -1, 2], [10, 20, 30, 40, 70, 60], 0, "sum", True,
-         [52, 13, 104, 76]),
-        ([2, 3, 4, 6], [1, 0, 0, 2, 3, 2], [10, 20, 30, 40, 70, 60], 0, "sum", False,
-         [50, 10, 100, 70]),
-        ([[0] * 4] * 3, [[1, 2], [0, 3]], [[11, 12], [13, 14]], 1, "none", True,
-         [[0, 11, 12, 0], [13, 0, 0, 14], [0, 0, 0, 0]]),
-        ([[1] * 4] * 3, [[1, 1], [0, 3]], [[11, 12], [13, 14]], 1, "sum", True,
-         [[1, 24, 1, 1], [14, 1, 1, 15], [1, 1, 1, 1]]),
-        ([[2] * 4] * 3, [[1, 1], [0, 3]], [[11, 12], [13, 14]], 1, "prod", True,
-         [[2, 264, 2, 2], [26, 2, 2, 28], [2, 2, 2, 2]]),
+        (
+            [2, 3, 4, 6],
+            [1, 0, 0, -2, -1, 2],
+            [10, 20, 30, 40, 70, 60],
+            0,
+            "sum",
+            True,
+            [52, 13, 104, 76],
+        ),
+        (
+            [2, 3, 4, 6],
+            [1, 0, 0, 2, 3, 2],
+            [10, 20, 30, 40, 70, 60],
+            0,
+            "sum",
+            False,
+            [50, 10, 100, 70],
+        ),
+        (
+            [[0] * 4] * 3,
+            [[1, 2], [0, 3]],
+            [[11, 12], [13, 14]],
+            1,
+            "none",
+            True,
+            [[0, 11, 12, 0], [13, 0, 0, 14], [0, 0, 0, 0]],
+        ),
+        (
+            [[1] * 4] * 3,
+            [[1, 1], [0, 3]],
+            [[11, 12], [13, 14]],
+            1,
+            "sum",
+            True,
+            [[1, 24, 1, 1], [14, 1, 1, 15], [1, 1, 1, 1]],
+        ),
+        (
+            [[2] * 4] * 3,
+            [[1, 1], [0, 3]],
+            [[11, 12], [13, 14]],
+            1,
+            "prod",
+            True,
+            [[2, 264, 2, 2], [26, 2, 2, 28], [2, 2, 2, 2]],
+        ),
     ],
     ids=["example1", "example2", "example3", "example4", "example5"],
 )
-def test_reference_scatter_elements_v12_examples(data, indices, updates, axis, reduction,
-                                                 use_init_val, expected):
+def test_reference_scatter_elements_v12_examples(
+    data, indices, updates, axis, reduction, use_init_val, expected
+):
     for dtype in (np.int32, np.float32):
         out = ref_scatter_elements_update(
-            np.array(data, dtype), np.array(indices), np.array(updates, dtype), axis,
-            reduction=reduction, use_init_val=use_init_val,
+            np.array(data, dtype),
+            np.array(indices),
+            np.array(updates, dtype),
+            axis,
+            reduction=reduction,
+            use_init_val=use_init_val,
         )
         assert out.dtype == dtype
         assert out.tolist() == expected
@@ -62,11 +103,11 @@ def test_reference_scatter_elements_v12_examples(data, indices, updates, axis, r
 
 def test_reference_slice_scatter_examples():
     data = np.arange(10, dtype=np.float32).reshape(2, 5)
-    out = ref_slice_scatter(data, np.array([[10, 20, 30, 40, 50]], np.float32), [0], [1], [1],
-                            [0])
+    out = ref_slice_scatter(data, np.array([[10, 20, 30, 40, 50]], np.float32), [0], [1], [1], [0])
     assert out.tolist() == [[10, 20, 30, 40, 50], [5, 6, 7, 8, 9]]
-    out = ref_slice_scatter(data, np.array([[10, 20, 30], [40, 50, 60]], np.float32), [-25],
-                            [25], [2], [1])
+    out = ref_slice_scatter(
+        data, np.array([[10, 20, 30], [40, 50, 60]], np.float32), [-25], [25], [2], [1]
+    )
     assert out.tolist() == [[10, 1, 20, 3, 30], [40, 6, 50, 8, 60]]
 
 
@@ -95,38 +136,79 @@ def test_reference_scatter_update_shapes():
 
 
 def test_reference_wrapping_and_identities():
-    out = ref_scatter_elements_update(np.array([120, 5], np.int8), np.array([0, 0]),
-                                      np.array([100, 100], np.int8), 0, reduction="sum")
+    out = ref_scatter_elements_update(
+        np.array([120, 5], np.int8),
+        np.array([0, 0]),
+        np.array([100, 100], np.int8),
+        0,
+        reduction="sum",
+    )
     assert out.tolist() == [(120 + 200 + 128) % 256 - 128, 5]
-    out = ref_scatter_elements_update(np.array([7, 7], np.uint8), np.array([1]),
-                                      np.array([3], np.uint8), 0, reduction="min",
-                                      use_init_val=False)
+    out = ref_scatter_elements_update(
+        np.array([7, 7], np.uint8),
+        np.array([1]),
+        np.array([3], np.uint8),
+        0,
+        reduction="min",
+        use_init_val=False,
+    )
     assert out.tolist() == [7, 3]
-    out = ref_scatter_elements_update(np.array([-7, 7], np.int64), np.array([0, 0, 1]),
-                                      np.array([0, 1, -1], np.int64), 0, reduction="mean")
+    out = ref_scatter_elements_update(
+        np.array([-7, 7], np.int64),
+        np.array([0, 0, 1]),
+        np.array([0, 1, -1], np.int64),
+        0,
+        reduction="mean",
+    )
     assert out.tolist() == [-2, 3]  # floor(-6/3) = -2, floor(6/2) = 3
-    out = ref_scatter_elements_update(np.array([-7, 7], np.int64), np.array([0, 0]),
-                                      np.array([0, 2], np.int64), 0, reduction="mean")
+    out = ref_scatter_elements_update(
+        np.array([-7, 7], np.int64),
+        np.array([0, 0]),
+        np.array([0, 2], np.int64),
+        0,
+        reduction="mean",
+    )
     assert out.tolist() == [-2, 7]  # floor(-5/3) = -2 (truncation would give -1)
-    out = ref_scatter_elements_update(np.array([-7, 7], np.int64), np.array([0, 0]),
-                                      np.array([0, 2], np.int64), 0, reduction="mean",
-                                      use_init_val=False)
+    out = ref_scatter_elements_update(
+        np.array([-7, 7], np.int64),
+        np.array([0, 0]),
+        np.array([0, 2], np.int64),
+        0,
+        reduction="mean",
+        use_init_val=False,
+    )
     assert out.tolist() == [1, 7]
     big = np.iinfo(np.uint64).max
-    out = ref_scatter_elements_update(np.array([big], np.uint64), np.array([0, 0]),
-                                      np.array([big, big - 3], np.uint64), 0, reduction="mean")
+    out = ref_scatter_elements_update(
+        np.array([big], np.uint64),
+        np.array([0, 0]),
+        np.array([big, big - 3], np.uint64),
+        0,
+        reduction="mean",
+    )
     assert out.tolist() == [big - 1]  # exact: no wrap in the mean's accumulator
 
 
 def test_reference_half_precision_accumulates_in_float32():
-    out = ref_scatter_elements_update(np.array([2048], np.float16), np.array([0, 0]),
-                                      np.array([1, 1], np.float16), 0, reduction="sum")
+    out = ref_scatter_elements_update(
+        np.array([2048], np.float16),
+        np.array([0, 0]),
+        np.array([1, 1], np.float16),
+        0,
+        reduction="sum",
+    )
     assert out.tolist() == [2050.0]  # folding in float16 would stick at 2048
-    out = ref_scatter_nd_update(np.array([256], BFLOAT16), np.array([[0], [0]]),
-                                np.array([1, 1], BFLOAT16), reduction="sum")
+    out = ref_scatter_nd_update(
+        np.array([256], BFLOAT16), np.array([[0], [0]]), np.array([1, 1], BFLOAT16), reduction="sum"
+    )
     assert out.astype(np.float32).tolist() == [258.0]
-    out = ref_scatter_elements_update(np.array([0], np.float16), np.array([0, 0, 0]),
-                                      np.array([1, 1, 2], np.float16), 0, reduction="mean")
+    out = ref_scatter_elements_update(
+        np.array([0], np.float16),
+        np.array([0, 0, 0]),
+        np.array([1, 1, 2], np.float16),
+        0,
+        reduction="mean",
+    )
     assert out.tolist() == [1.0]
 
 
@@ -137,11 +219,16 @@ def test_reference_bool_and_nan_rules():
     assert ref_scatter_nd_update(data, idx, upd, "sub").tolist() == [False, False, True, False]
     assert ref_scatter_nd_update(data, idx, upd, "prod").tolist() == [True, False, True, False]
     assert ref_scatter_nd_update(data, idx, upd, "max").tolist() == [True, True, True, False]
-    out = ref_scatter_elements_update(data, np.array([1, 2]), np.array([True, False]), 0,
-                                      reduction="min", use_init_val=False)
+    out = ref_scatter_elements_update(
+        data, np.array([1, 2]), np.array([True, False]), 0, reduction="min", use_init_val=False
+    )
     assert out.tolist() == [True, True, False, False]
-    out = ref_scatter_nd_update(np.array([1.0, np.nan]), np.array([[0], [0], [1]]),
-                                np.array([np.nan, 5.0, 0.0]), reduction="min")
+    out = ref_scatter_nd_update(
+        np.array([1.0, np.nan]),
+        np.array([[0], [0], [1]]),
+        np.array([np.nan, 5.0, 0.0]),
+        reduction="min",
+    )
     assert np.isnan(out).all()
     with pytest.raises(TypeError, match="mean"):
         ref_scatter_elements_update(data, np.array([0]), np.array([True]), 0, reduction="mean")

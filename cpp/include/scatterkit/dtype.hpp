@@ -66,28 +66,45 @@ inline DType dtype_from_name(const std::string& name) {
 // Element type of a typed view -> its tag.
 template <class T>
 constexpr DType dtype_of() {
-  if constexpr (std::is_same_v<T, bool>) return DType::kBool;
-  else if constexpr (std::is_same_v<T, int8_t>) return DType::kInt8;
-  else if constexpr (std::is_same_v<T, int16_t>) return DType::kInt16;
-  else if constexpr (std::is_same_v<T, int32_t>) return DType::kInt32;
-  else if constexpr (std::is_same_v<T, int64_t>) return DType::kInt64;
-  else if constexpr (std::is_same_v<T, uint8_t>) return DType::kUInt8;
-  else if constexpr (std::is_same_v<T, uint16_t>) return DType::kUInt16;
-  else if constexpr (std::is_same_v<T, uint32_t>) return DType::kUInt32;
-  else if constexpr (std::is_same_v<T, uint64_t>) return DType::kUInt64;
-  else if constexpr (std::is_same_v<T, float16>) return DType::kFloat16;
-  else if constexpr (std::is_same_v<T, bfloat16>) return DType::kBFloat16;
-  else if constexpr (std::is_same_v<T, float>) return DType::kFloat32;
-  else if constexpr (std::is_same_v<T, double>) return DType::kFloat64;
-  else return DType::kOpaque;
+  if constexpr (std::is_same_v<T, bool>)
+    return DType::kBool;
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return DType::kInt8;
+  else if constexpr (std::is_same_v<T, int16_t>)
+    return DType::kInt16;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return DType::kInt32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return DType::kInt64;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return DType::kUInt8;
+  else if constexpr (std::is_same_v<T, uint16_t>)
+    return DType::kUInt16;
+  else if constexpr (std::is_same_v<T, uint32_t>)
+    return DType::kUInt32;
+  else if constexpr (std::is_same_v<T, uint64_t>)
+    return DType::kUInt64;
+  else if constexpr (std::is_same_v<T, float16>)
+    return DType::kFloat16;
+  else if constexpr (std::is_same_v<T, bfloat16>)
+    return DType::kBFloat16;
+  else if constexpr (std::is_same_v<T, float>)
+    return DType::kFloat32;
+  else if constexpr (std::is_same_v<T, double>)
+    return DType::kFloat64;
+  else
+    return DType::kOpaque;
 }
 
 template <class I>
 constexpr IndexType index_type_of() {
   static_assert(std::is_integral_v<I> && !std::is_same_v<I, bool>, "indices must be integers");
-  if constexpr (std::is_same_v<I, uint64_t>) return IndexType::kUInt64;
-  else if constexpr (sizeof(I) == 8 || std::is_same_v<I, uint32_t>) return IndexType::kInt64;
-  else return IndexType::kInt32;
+  if constexpr (std::is_same_v<I, uint64_t>)
+    return IndexType::kUInt64;
+  else if constexpr (sizeof(I) == 8 || std::is_same_v<I, uint32_t>)
+    return IndexType::kInt64;
+  else
+    return IndexType::kInt32;
 }
 
 namespace detail {

@@ -61,8 +61,8 @@ template <class V>
 [[noreturn]] void throw_index_error(const char* op, V value, int64_t axis, int64_t size,
                                     const std::vector<int64_t>& position, bool allow_negative) {
   std::ostringstream s;
-  s << op << ": index " << +value << " is out of bounds for axis " << axis << " with size "
-    << size << " (at indices[";
+  s << op << ": index " << +value << " is out of bounds for axis " << axis << " with size " << size
+    << " (at indices[";
   for (size_t i = 0; i < position.size(); ++i) s << (i ? ", " : "") << position[i];
   s << "]; valid range ";
   if (size == 0)

@@ -39,9 +39,8 @@ inline int64_t wrap_index(I v, int64_t size) {
 // Checks indices[p * stride + offset] for p in [0, count) against `size`, the
 // extent of data axis `axis`. `indices_shape` is used for the message only.
 template <class I>
-void check_indices(const char* op, const I* indices, int64_t count, int64_t stride,
-                   int64_t offset, int64_t size, int64_t axis, const Shape& indices_shape,
-                   bool allow_negative) {
+void check_indices(const char* op, const I* indices, int64_t count, int64_t stride, int64_t offset,
+                   int64_t size, int64_t axis, const Shape& indices_shape, bool allow_negative) {
   bool bad = false;
   for (int64_t p = 0; p < count; ++p)
     bad |= !index_in_range(indices[p * stride + offset], size, allow_negative);

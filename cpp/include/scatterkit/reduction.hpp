@@ -58,21 +58,27 @@ using compute_t = std::conditional_t<is_half_v<T>, float, T>;
 
 template <class T>
 inline compute_t<T> to_compute(T v) {
-  if constexpr (is_half_v<T>) return to_float(v);
-  else return v;
+  if constexpr (is_half_v<T>)
+    return to_float(v);
+  else
+    return v;
 }
 
 template <class T>
 inline T from_compute(compute_t<T> v) {
-  if constexpr (std::is_same_v<T, float16>) return to_float16(v);
-  else if constexpr (std::is_same_v<T, bfloat16>) return to_bfloat16(v);
-  else return v;
+  if constexpr (std::is_same_v<T, float16>)
+    return to_float16(v);
+  else if constexpr (std::is_same_v<T, bfloat16>)
+    return to_bfloat16(v);
+  else
+    return v;
 }
 
 // Unsigned type at least as wide as unsigned int: wrapping arithmetic without
 // promotion back to signed int.
 template <class T>
-using wrap_t = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+using wrap_t =
+    std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
 
 // Shared load/store for reductions whose accumulator is the compute type.
 template <class T>
@@ -87,9 +93,12 @@ struct SumOp : PlainAccess<T> {
   using Acc = compute_t<T>;
   static Acc identity() { return Acc(0); }
   static Acc combine(Acc a, T u) {
-    if constexpr (std::is_same_v<T, bool>) return a || u;
-    else if constexpr (is_int_v<T>) return T(wrap_t<T>(a) + wrap_t<T>(u));
-    else return a + to_compute(u);
+    if constexpr (std::is_same_v<T, bool>)
+      return a || u;
+    else if constexpr (is_int_v<T>)
+      return T(wrap_t<T>(a) + wrap_t<T>(u));
+    else
+      return a + to_compute(u);
   }
 };
 
@@ -98,9 +107,12 @@ struct SubOp : PlainAccess<T> {
   using Acc = compute_t<T>;
   static Acc identity() { return Acc(0); }
   static Acc combine(Acc a, T u) {
-    if constexpr (std::is_same_v<T, bool>) return a != u;
-    else if constexpr (is_int_v<T>) return T(wrap_t<T>(a) - wrap_t<T>(u));
-    else return a - to_compute(u);
+    if constexpr (std::is_same_v<T, bool>)
+      return a != u;
+    else if constexpr (is_int_v<T>)
+      return T(wrap_t<T>(a) - wrap_t<T>(u));
+    else
+      return a - to_compute(u);
   }
 };
 
@@ -109,9 +121,12 @@ struct ProdOp : PlainAccess<T> {
   using Acc = compute_t<T>;
   static Acc identity() { return Acc(1); }
   static Acc combine(Acc a, T u) {
-    if constexpr (std::is_same_v<T, bool>) return a && u;
-    else if constexpr (is_int_v<T>) return T(wrap_t<T>(a) * wrap_t<T>(u));
-    else return a * to_compute(u);
+    if constexpr (std::is_same_v<T, bool>)
+      return a && u;
+    else if constexpr (is_int_v<T>)
+      return T(wrap_t<T>(a) * wrap_t<T>(u));
+    else
+      return a * to_compute(u);
   }
 };
 
@@ -119,9 +134,12 @@ template <class T>
 struct MinOp : PlainAccess<T> {
   using Acc = compute_t<T>;
   static Acc identity() {
-    if constexpr (std::is_same_v<T, bool>) return true;
-    else if constexpr (is_int_v<T>) return std::numeric_limits<T>::max();
-    else return std::numeric_limits<Acc>::infinity();
+    if constexpr (std::is_same_v<T, bool>)
+      return true;
+    else if constexpr (is_int_v<T>)
+      return std::numeric_limits<T>::max();
+    else
+      return std::numeric_limits<Acc>::infinity();
   }
   static Acc combine(Acc a, T u) {
     const Acc v = to_compute(u);
@@ -137,9 +155,12 @@ template <class T>
 struct MaxOp : PlainAccess<T> {
   using Acc = compute_t<T>;
   static Acc identity() {
-    if constexpr (std::is_same_v<T, bool>) return false;
-    else if constexpr (is_int_v<T>) return std::numeric_limits<T>::lowest();
-    else return -std::numeric_limits<Acc>::infinity();
+    if constexpr (std::is_same_v<T, bool>)
+      return false;
+    else if constexpr (is_int_v<T>)
+      return std::numeric_limits<T>::lowest();
+    else
+      return -std::numeric_limits<Acc>::infinity();
   }
   static Acc combine(Acc a, T u) {
     const Acc v = to_compute(u);

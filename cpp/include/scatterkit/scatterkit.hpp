@@ -1,7 +1,12 @@
 // scatterkit: exact, threaded scatter operations from the OpenVINO opset.
 //
-// Umbrella header. The type-erased entry points take TensorRef/IndexRef views
-// of C-contiguous buffers; see ops/*.hpp for each operation's formula.
+// Umbrella header. Two ways in, same semantics and errors:
+// - typed.hpp: templates over TensorView<T> (pointer + shape) for callers that
+//   know their types at compile time;
+// - ops/*.hpp: type-erased entries over TensorRef/IndexRef with a DType tag,
+//   for callers that only know types at run time.
+// Errors: ValueError (std::invalid_argument), IndexError (std::out_of_range),
+// TypeError (std::invalid_argument). See ops/*.hpp for each formula.
 #pragma once
 
 #include "scatterkit/dtype.hpp"
@@ -15,4 +20,5 @@
 #include "scatterkit/reduction.hpp"
 #include "scatterkit/shape.hpp"
 #include "scatterkit/tensor.hpp"
+#include "scatterkit/typed.hpp"
 #include "scatterkit/version.hpp"

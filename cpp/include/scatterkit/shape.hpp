@@ -25,16 +25,17 @@ namespace detail {
 // Checks every extent is non-negative (views from C++ callers are not trusted).
 inline void check_shape(const char* op, const char* name, const Shape& shape) {
   for (int64_t d : shape)
-    if (d < 0) throw_value_error(op, std::string(name) + " shape " + format_shape(shape) +
-                                         " has a negative extent");
+    if (d < 0)
+      throw_value_error(
+          op, std::string(name) + " shape " + format_shape(shape) + " has a negative extent");
 }
 
 // Maps axis from [-rank, rank-1] to [0, rank-1].
 inline int64_t normalize_axis(const char* op, int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank)
     throw_value_error(op, "axis " + std::to_string(axis) + " is out of bounds for rank " +
-                              std::to_string(rank) + " (valid range [" +
-                              std::to_string(-rank) + ", " + std::to_string(rank - 1) + "])");
+                              std::to_string(rank) + " (valid range [" + std::to_string(-rank) +
+                              ", " + std::to_string(rank - 1) + "])");
   return axis < 0 ? axis + rank : axis;
 }
 

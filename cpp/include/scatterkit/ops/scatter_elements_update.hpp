@@ -26,11 +26,11 @@ namespace detail {
 
 // Where the positions of indices land in data (offsets in elements).
 struct ElementsLayout {
-  int64_t outer = 1;        // product of indices.shape[:axis]
-  int64_t along = 0;        // indices.shape[axis]
-  int64_t inner = 1;        // product of indices.shape[axis+1:]
-  int64_t axis_size = 0;    // data.shape[axis]
-  int64_t axis_stride = 1;  // data elements between neighbours along axis
+  int64_t outer = 1;                  // product of indices.shape[:axis]
+  int64_t along = 0;                  // indices.shape[axis]
+  int64_t inner = 1;                  // product of indices.shape[axis+1:]
+  int64_t axis_size = 0;              // data.shape[axis]
+  int64_t axis_stride = 1;            // data elements between neighbours along axis
   std::vector<int64_t> outer_offset;  // data offset of each outer position
   std::vector<int64_t> inner_offset;  // empty: inner positions are contiguous in data
 
@@ -56,7 +56,8 @@ inline ElementsLayout make_elements_layout(const Shape& data, const Shape& idx, 
     for (size_t d = 0; d < axis; ++d) off += pos[d] * data_strides[d];
     l.outer_offset[size_t(o)] = off;
   }
-  const bool inner_contiguous = std::equal(idx.begin() + axis + 1, idx.end(), data.begin() + axis + 1);
+  const bool inner_contiguous =
+      std::equal(idx.begin() + axis + 1, idx.end(), data.begin() + axis + 1);
   if (!inner_contiguous) {
     const Shape inner_shape(idx.begin() + axis + 1, idx.end());
     l.inner_offset.resize(size_t(l.inner));
@@ -73,8 +74,8 @@ inline ElementsLayout make_elements_layout(const Shape& data, const Shape& idx, 
 // Runs body(o, i_begin, i_end) over blocks of lines, in parallel.
 template <class Body>
 void for_each_line_block(const ElementsLayout& l, int64_t bytes, Body&& body) {
-  const int64_t blocks_per_outer =
-      std::clamp<int64_t>((64 + l.outer - 1) / std::max<int64_t>(1, l.outer), 1, std::max<int64_t>(1, l.inner));
+  const int64_t blocks_per_outer = std::clamp<int64_t>(
+      (64 + l.outer - 1) / std::max<int64_t>(1, l.outer), 1, std::max<int64_t>(1, l.inner));
   const int64_t per_block = (l.inner + blocks_per_outer - 1) / blocks_per_outer;
   parallel_for(l.outer * blocks_per_outer, bytes, [&](int64_t b, int64_t e) {
     for (int64_t item = b; item < e; ++item) {
@@ -133,7 +134,8 @@ void scatter_elements_reduce(const ElementsLayout& l, const I* idx, const T* upd
           dst = Op::combine(dst, upd[row + i]);
         }
     } else {
-      const int64_t width = std::clamp<int64_t>(kScratchEntries / std::max<int64_t>(1, l.axis_size), 1, i1 - i0);
+      const int64_t width =
+          std::clamp<int64_t>(kScratchEntries / std::max<int64_t>(1, l.axis_size), 1, i1 - i0);
       std::vector<Acc> acc(size_t(l.axis_size * width));
       std::vector<int64_t> count(size_t(l.axis_size * width), 0);
       for (int64_t w0 = i0; w0 < i1; w0 += width) {
@@ -173,8 +175,9 @@ inline void scatter_elements_update(const TensorRef& data, const IndexRef& indic
   check_tensor(op, "updates", updates.data, updates.shape);
   check_same_element(op, data, updates);
   if (reduction == Reduction::kSub)
-    throw_value_error(op, "reduction 'sub' is not supported (expected one of none, sum, prod, "
-                          "min, max, mean)");
+    throw_value_error(op,
+                      "reduction 'sub' is not supported (expected one of none, sum, prod, "
+                      "min, max, mean)");
   if (reduction != Reduction::kNone && data.dtype == DType::kOpaque)
     throw_type_error(op, std::string("reduction '") + reduction_name(reduction) +
                              "' needs an arithmetic element type (bool, integer or float)");
@@ -190,8 +193,9 @@ inline void scatter_elements_update(const TensorRef& data, const IndexRef& indic
                               " does not match indices shape " + format_shape(indices.shape));
   for (size_t d = 0; d < rank; ++d)
     if (int64_t(d) != axis && indices.shape[d] > data.shape[d])
-      throw_value_error(op, "indices shape " + format_shape(indices.shape) + " exceeds data shape " +
-                                format_shape(data.shape) + " at axis " + std::to_string(d));
+      throw_value_error(op, "indices shape " + format_shape(indices.shape) +
+                                " exceeds data shape " + format_shape(data.shape) + " at axis " +
+                                std::to_string(d));
   const int64_t n = numel(indices.shape);
   if (n != 0 && out == nullptr) throw_value_error(op, "out is a null pointer");
 

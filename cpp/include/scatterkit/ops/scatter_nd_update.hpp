@@ -38,7 +38,8 @@ SlabGroups group_by_slab(const I* idx, int64_t tuples, size_t k, const Shape& da
   std::vector<std::pair<int64_t, int64_t>> keyed(static_cast<size_t>(tuples));
   for (int64_t p = 0; p < tuples; ++p) {
     int64_t flat = 0;
-    for (size_t j = 0; j < k; ++j) flat = flat * data[j] + wrap_index(idx[p * int64_t(k) + int64_t(j)], data[j]);
+    for (size_t j = 0; j < k; ++j)
+      flat = flat * data[j] + wrap_index(idx[p * int64_t(k) + int64_t(j)], data[j]);
     keyed[size_t(p)] = {flat, p};
   }
   std::sort(keyed.begin(), keyed.end());
@@ -76,11 +77,12 @@ constexpr int64_t kReduceChunk = 2048;
 
 inline void scatter_nd_move(const SlabGroups& g, const char* upd, char* out, int64_t slab_bytes,
                             int64_t bytes) {
-  for_each_group_chunk(g, slab_bytes, kMoveChunkBytes, bytes, [&](int64_t grp, int64_t c0, int64_t c1) {
-    const int64_t last = g.order[size_t(g.group_begin[size_t(grp) + 1] - 1)];
-    std::memcpy(out + g.target[size_t(grp)] * slab_bytes + c0, upd + last * slab_bytes + c0,
-                size_t(c1 - c0));
-  });
+  for_each_group_chunk(g, slab_bytes, kMoveChunkBytes, bytes,
+                       [&](int64_t grp, int64_t c0, int64_t c1) {
+                         const int64_t last = g.order[size_t(g.group_begin[size_t(grp) + 1] - 1)];
+                         std::memcpy(out + g.target[size_t(grp)] * slab_bytes + c0,
+                                     upd + last * slab_bytes + c0, size_t(c1 - c0));
+                       });
 }
 
 template <class Op, class T>
@@ -120,8 +122,9 @@ inline void scatter_nd_update(const TensorRef& data, const IndexRef& indices,
   check_tensor(op, "updates", updates.data, updates.shape);
   check_same_element(op, data, updates);
   if (reduction == Reduction::kMean)
-    throw_value_error(op, "reduction 'mean' is not supported (expected one of none, sum, sub, "
-                          "prod, min, max)");
+    throw_value_error(op,
+                      "reduction 'mean' is not supported (expected one of none, sum, sub, "
+                      "prod, min, max)");
   if (reduction != Reduction::kNone && data.dtype == DType::kOpaque)
     throw_type_error(op, std::string("reduction '") + reduction_name(reduction) +
                              "' needs an arithmetic element type (bool, integer or float)");
@@ -149,7 +152,8 @@ inline void scatter_nd_update(const TensorRef& data, const IndexRef& indices,
     // Each coordinate against its own axis; the first offender in C order.
     bool bad = false;
     for (int64_t p = 0; p < tuples * int64_t(k); ++p)
-      bad |= !index_in_range(raw[p], data.shape[size_t(p % int64_t(k))], options.allow_negative_indices);
+      bad |= !index_in_range(raw[p], data.shape[size_t(p % int64_t(k))],
+                             options.allow_negative_indices);
     if (bad)
       for (int64_t p = 0; p < tuples * int64_t(k); ++p) {
         const int64_t axis = p % int64_t(k);
@@ -159,7 +163,8 @@ inline void scatter_nd_update(const TensorRef& data, const IndexRef& indices,
       }
     parallel_copy(out, data.data, numel(data.shape) * int64_t(data.itemsize));
     if (tuples == 0 || slab == 0) return;
-    const SlabGroups groups = group_by_slab(reinterpret_cast<const KI*>(raw), tuples, k, data.shape);
+    const SlabGroups groups =
+        group_by_slab(reinterpret_cast<const KI*>(raw), tuples, k, data.shape);
     const int64_t bytes = tuples * slab * int64_t(data.itemsize) * 2;
     if (reduction == Reduction::kNone) {
       scatter_nd_move(groups, static_cast<const char*>(updates.data), static_cast<char*>(out),
@@ -169,8 +174,8 @@ inline void scatter_nd_update(const TensorRef& data, const IndexRef& indices,
     visit_arithmetic(op, data.dtype, [&](auto type) {
       using T = typename decltype(type)::type;
       visit_reduction<T>(op, reduction, [&](auto red) {
-        scatter_nd_reduce<typename decltype(red)::type>(
-            groups, static_cast<const T*>(updates.data), static_cast<T*>(out), slab, bytes);
+        scatter_nd_reduce<typename decltype(red)::type>(groups, static_cast<const T*>(updates.data),
+                                                        static_cast<T*>(out), slab, bytes);
       });
     });
   });

@@ -30,8 +30,8 @@ std::vector<int64_t> last_writer_per_target(const I* indices, int64_t n, int64_t
 }
 
 inline void scatter_update_slabs(const char* data, char* out, const char* updates,
-                                 const std::vector<int64_t>& winner, int64_t outer,
-                                 int64_t targets, int64_t n, int64_t slab_bytes) {
+                                 const std::vector<int64_t>& winner, int64_t outer, int64_t targets,
+                                 int64_t n, int64_t slab_bytes) {
   const bool in_place = data == out;
   if (in_place) {
     // Only the winners move: cost proportional to the updates.
@@ -51,7 +51,8 @@ inline void scatter_update_slabs(const char* data, char* out, const char* update
   }
   // Out of place: blocks of targets; runs of untargeted slabs copy from data
   // in one memcpy, targeted slabs come from their winner.
-  const int64_t per_block = std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, slab_bytes));
+  const int64_t per_block =
+      std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, slab_bytes));
   const int64_t blocks = (targets + per_block - 1) / per_block;
   parallel_for(outer * blocks, outer * targets * slab_bytes * 2, [&](int64_t b, int64_t e) {
     for (int64_t item = b; item < e; ++item) {
@@ -78,9 +79,8 @@ inline void scatter_update_slabs(const char* data, char* out, const char* update
 
 // Type-erased ScatterUpdate-3. `out` has data's shape and type; out == data.data
 // updates in place. Everything is validated before the first write.
-inline void scatter_update(const TensorRef& data, const IndexRef& indices,
-                           const TensorRef& updates, int64_t axis, void* out,
-                           const OpOptions& options = {}) {
+inline void scatter_update(const TensorRef& data, const IndexRef& indices, const TensorRef& updates,
+                           int64_t axis, void* out, const OpOptions& options = {}) {
   using namespace detail;
   const char* op = op_name(options, "scatter_update");
   check_tensor(op, "data", data.data, data.shape);
@@ -98,16 +98,15 @@ inline void scatter_update(const TensorRef& data, const IndexRef& indices,
   const int64_t n = numel(indices.shape);
   const int64_t targets = data.shape[size_t(axis)];
   const int64_t outer = product(data.shape, 0, size_t(axis));
-  const int64_t slab_bytes = product(data.shape, size_t(axis) + 1, data.shape.size()) *
-                             int64_t(data.itemsize);
+  const int64_t slab_bytes =
+      product(data.shape, size_t(axis) + 1, data.shape.size()) * int64_t(data.itemsize);
   if (numel(data.shape) != 0 && out == nullptr) throw_value_error(op, "out is a null pointer");
 
   std::vector<int64_t> winner;
   visit_index(indices.type, [&](auto tag) {
     using I = typename decltype(tag)::type;
     const I* idx = static_cast<const I*>(indices.data);
-    check_indices(op, idx, n, 1, 0, targets, axis, indices.shape,
-                  options.allow_negative_indices);
+    check_indices(op, idx, n, 1, 0, targets, axis, indices.shape, options.allow_negative_indices);
     winner = last_writer_per_target(reinterpret_cast<const kernel_index_t<I>*>(idx), n, targets);
   });
   if (numel(data.shape) == 0) return;
