@@ -7,7 +7,15 @@ array([0., 5., 0., 7.])
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+# libgomp's default wait policy spins between parallel regions; on a machine
+# whose other cores are busy (a Spark executor, a shared CI box) the spinning
+# worker is descheduled and each region then waits milliseconds for it. Passive
+# waiting wakes in ~0.1 ms. Only a default: an explicit setting wins, and it
+# takes effect only if no library has loaded OpenMP yet.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from . import _core
 from ._api import (

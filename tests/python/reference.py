@@ -241,7 +241,8 @@ class _Folder:
     def finish(self) -> np.ndarray:
         for target, acc in self.acc.items():
             value = _finalize(acc, self.count[target], self.reduction, self.dtype)
-            self.out[target] = value
+            with np.errstate(all="ignore"):  # float32 -> float16 may overflow to inf
+                self.out[target] = value
         return self.out
 
 

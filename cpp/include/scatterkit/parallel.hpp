@@ -56,7 +56,7 @@ inline void register_fork_handler() {
 }
 
 // Below this many bytes touched an op stays on one thread.
-constexpr int64_t kMinParallelBytes = int64_t(1) << 17;
+constexpr int64_t kMinParallelBytes = int64_t(1) << 20;
 
 }  // namespace detail
 
