@@ -125,6 +125,11 @@ def as_int_list(value: Any, name: str, op: str) -> list[int]:
         raise TypeError(f"{op}: {name} must be an integer, got a bool")
     if isinstance(value, (int, np.integer)):
         return [operator.index(value)]
+    if isinstance(value, (list, tuple)):
+        # Element by element: Python ints beyond int64 are valid (start/stop/step clamp).
+        if any(isinstance(v, (list, tuple, np.ndarray)) and np.ndim(v) > 0 for v in value):
+            raise ValueError(f"{op}: {name} must be a scalar or a 1-D sequence")
+        return [as_int(v, name, op) for v in value]
     arr = np.asarray(value)
     if arr.size == 0 and arr.dtype.kind == "f" and not isinstance(value, np.ndarray):
         arr = arr.astype(np.int64)
