@@ -23,6 +23,7 @@ PYBIND11_MODULE(_core, m) {
   scatterkit::bindings::bind_scatter_elements_update(m);
   scatterkit::bindings::bind_scatter_nd_update(m);
   scatterkit::bindings::bind_slice_scatter(m);
+  scatterkit::bindings::bind_batch(m);
 
   m.def("set_num_threads", &scatterkit::set_num_threads, py::arg("n"),
         "Set the number of threads the kernels use (n >= 1).");

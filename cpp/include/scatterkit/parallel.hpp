@@ -83,6 +83,9 @@ namespace detail {
 // Threads worth using for `items` independent items touching `bytes` bytes.
 inline int threads_for(int64_t items, int64_t bytes) {
   if (items < 2 || bytes < kMinParallelBytes) return 1;
+#ifdef _OPENMP
+  if (omp_in_parallel()) return 1;  // already inside a team (batched rows): no nesting
+#endif
   const int64_t by_work = std::max<int64_t>(1, bytes / kMinParallelBytes);
   return int(std::min<int64_t>({int64_t(get_num_threads()), items, by_work}));
 }

@@ -9,6 +9,7 @@
 // TypeError (std::invalid_argument). See ops/*.hpp for each formula.
 #pragma once
 
+#include "scatterkit/batch.hpp"
 #include "scatterkit/dtype.hpp"
 #include "scatterkit/errors.hpp"
 #include "scatterkit/half.hpp"

@@ -1,0 +1,165 @@
+"""Batched execution: one operation over many independent rows in one C++ call.
+
+This is the executors' entry point of the Spark pipeline: an Arrow list column
+is already a `Ragged` (values back to back, with offsets), so a whole record
+batch is handed to the kernels at once and the threads split the rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import _core
+from ._coerce import (
+    as_indices,
+    as_int,
+    as_int_list,
+    as_updates,
+    check_axis_range,
+    check_bool,
+    check_reduction,
+    clamp_int64,
+    dtype_tag,
+)
+
+
+@dataclass(frozen=True)
+class Ragged:
+    """Rows of tensors stored back to back.
+
+    Row ``r`` holds ``values[offsets[r]:offsets[r + 1]]`` with shape
+    ``shapes[shape_offsets[r]:shape_offsets[r + 1]]``.
+    """
+
+    values: np.ndarray
+    offsets: np.ndarray
+    shapes: np.ndarray
+    shape_offsets: np.ndarray
+
+    @property
+    def rows(self) -> int:
+        return len(self.offsets) - 1
+
+    @classmethod
+    def from_arrays(cls, arrays: Sequence[Any], dtype: Any = None) -> Ragged:
+        """Packs a sequence of arrays (one per row)."""
+        arrays = [np.asarray(a, dtype=dtype) for a in arrays]
+        sizes = [a.size for a in arrays]
+        ranks = [a.ndim for a in arrays]
+        offsets = np.zeros(len(arrays) + 1, np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        shape_offsets = np.zeros(len(arrays) + 1, np.int64)
+        np.cumsum(ranks, out=shape_offsets[1:])
+        shapes = np.array([d for a in arrays for d in a.shape], np.int64)
+        if arrays:
+            values = np.concatenate([a.reshape(-1) for a in arrays])
+        else:
+            values = np.empty(0, dtype=dtype or np.float64)
+        return cls(values, offsets, shapes, shape_offsets)
+
+    def row(self, r: int) -> np.ndarray:
+        """Row ``r`` as an array of its shape (a view)."""
+        shape = tuple(
+            int(d) for d in self.shapes[self.shape_offsets[r] : self.shape_offsets[r + 1]]
+        )
+        return self.values[self.offsets[r] : self.offsets[r + 1]].reshape(shape)
+
+    def _parts(self, values: np.ndarray) -> tuple[np.ndarray, ...]:
+        def int64(a: np.ndarray) -> np.ndarray:
+            return np.require(a, dtype=np.int64, requirements=["C", "A"])
+
+        return (values, int64(self.offsets), int64(self.shapes), int64(self.shape_offsets))
+
+
+# Versioned names -> (kernel, negative indices allowed, reductions allowed).
+_BATCH_OPS = {
+    "ScatterUpdate-3": ("scatter_update", False, False),
+    "ScatterElementsUpdate-3": ("scatter_elements_update", False, False),
+    "ScatterElementsUpdate-12": ("scatter_elements_update", True, True),
+    "ScatterNDUpdate-3": ("scatter_nd_update", False, False),
+    "ScatterNDUpdate-15": ("scatter_nd_update", True, True),
+    "SliceScatter-15": ("slice_scatter", True, False),
+}
+
+
+def run_batch(
+    op: str,
+    data: Ragged,
+    updates: Ragged,
+    indices: Ragged | None = None,
+    *,
+    axis: Any = 0,
+    reduction: str = "none",
+    use_init_val: bool = True,
+    start: Any = None,
+    stop: Any = None,
+    step: Any = None,
+) -> tuple[np.ndarray, list[str | None]]:
+    """Applies the versioned operation `op` to every row.
+
+    Returns the output values (data's offsets and shapes apply to them) and one
+    entry per row: None when the row succeeded, else its error message (the
+    output row is then a copy of the data row). Raises only for a malformed
+    batch or bad attributes, never for a bad row.
+    """
+    if op not in _BATCH_OPS:
+        raise ValueError(
+            f"run_batch: unknown operation {op!r}; expected one of {sorted(_BATCH_OPS)}"
+        )
+    kind, allow_negative, has_reductions = _BATCH_OPS[op]
+    name = op
+    values = np.asarray(data.values)
+    if values.dtype.hasobject:
+        raise TypeError(f"{name}: object data is not supported")
+    if not values.dtype.isnative:
+        values = values.astype(values.dtype.newbyteorder("="))
+    values = np.require(values, requirements=["C", "A"])
+    upd_values = as_updates(updates.values, values.dtype, name)
+    red = check_reduction(reduction, name)
+    if red != "none" and not has_reductions:
+        raise ValueError(f"{name}: this operation version has no reduction (got {red!r})")
+    init = check_bool(use_init_val, "use_init_val", name)
+
+    idx_parts = None
+    if kind != "slice_scatter":
+        if indices is None:
+            raise ValueError(f"{name}: indices are required")
+        idx_parts = indices._parts(as_indices(indices.values, name))
+    starts = stops = steps = axes = []
+    ax = 0
+    if kind == "slice_scatter":
+        params = [
+            as_int_list(v, k, name)
+            for k, v in (("start", start), ("stop", stop), ("step", step), ("axis", axis))
+        ]
+        if len({len(p) for p in params}) != 1 or not params[0]:
+            raise ValueError(f"{name}: start, stop, step and axis must have the same length >= 1")
+        starts, stops, steps = ([clamp_int64(v) for v in p] for p in params[:3])
+        axes = [check_axis_range(v, name) for v in params[3]]
+    elif kind != "scatter_nd_update":
+        ax = check_axis_range(as_int(axis, "axis", name), name)
+
+    out = np.empty_like(values)
+    errors = _core.run_batch(
+        kind,
+        data.rows,
+        data._parts(values),
+        idx_parts,
+        updates._parts(upd_values),
+        out,
+        dtype_tag(values.dtype),
+        ax,
+        red,
+        init,
+        allow_negative,
+        starts,
+        stops,
+        steps,
+        axes,
+        name,
+    )
+    return out, [e or None for e in errors]

@@ -1,0 +1,132 @@
+"""run_batch: many rows in one call equal the per-row API; bad rows are reported."""
+
+import numpy as np
+import pytest
+
+import scatterkit as sk
+from scatterkit._batch import Ragged, run_batch
+
+
+def _rows(out: np.ndarray, like: Ragged) -> list[np.ndarray]:
+    result = Ragged(out, like.offsets, like.shapes, like.shape_offsets)
+    return [result.row(r) for r in range(result.rows)]
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "max", "mean"])
+def test_batch_elements_matches_single_calls(rng, reduction):
+    datas = [rng.random((int(rng.integers(1, 6)), 7)) for _ in range(40)]
+    idxs = [rng.integers(-d.shape[0], d.shape[0], (3, 7)) for d in datas]
+    upds = [rng.random((3, 7)) for _ in datas]
+    data = Ragged.from_arrays(datas)
+    out, errors = run_batch(
+        "ScatterElementsUpdate-12",
+        data,
+        Ragged.from_arrays(upds),
+        Ragged.from_arrays(idxs),
+        axis=0,
+        reduction=reduction,
+    )
+    assert errors == [None] * len(datas)
+    for got, d, i, u in zip(_rows(out, data), datas, idxs, upds):
+        want = sk.scatter_elements_update(d, i, u, 0, reduction=reduction)
+        assert np.array_equal(got, want)
+
+
+def test_batch_each_op_matches_single_calls(rng):
+    datas = [rng.random((4, 6)).astype(np.float32) for _ in range(5)]
+    data = Ragged.from_arrays(datas)
+    # ScatterUpdate along axis 1
+    idx = [rng.integers(0, 6, (2,)) for _ in datas]
+    upd = [rng.random((4, 2)).astype(np.float32) for _ in datas]
+    out, errors = run_batch(
+        "ScatterUpdate-3", data, Ragged.from_arrays(upd), Ragged.from_arrays(idx), axis=1
+    )
+    assert errors == [None] * 5
+    for got, d, i, u in zip(_rows(out, data), datas, idx, upd):
+        assert np.array_equal(got, sk.scatter_update(d, i, u, 1))
+    # ScatterNDUpdate-15 with sub
+    idx = [rng.integers(0, 4, (3, 2)) for _ in datas]
+    upd = [rng.random(3).astype(np.float32) for _ in datas]
+    out, errors = run_batch(
+        "ScatterNDUpdate-15",
+        data,
+        Ragged.from_arrays(upd),
+        Ragged.from_arrays(idx),
+        reduction="sub",
+    )
+    for got, d, i, u in zip(_rows(out, data), datas, idx, upd):
+        assert np.array_equal(got, sk.scatter_nd_update(d, i, u, reduction="sub"))
+    # SliceScatter on two axes
+    upd = [rng.random((2, 3)).astype(np.float32) for _ in datas]
+    out, errors = run_batch(
+        "SliceScatter-15",
+        data,
+        Ragged.from_arrays(upd),
+        start=[0, -1],
+        stop=[4, -7],
+        step=[2, -2],
+        axis=[0, 1],
+    )
+    assert errors == [None] * 5
+    for got, d, u in zip(_rows(out, data), datas, upd):
+        assert np.array_equal(got, sk.slice_scatter(d, u, [0, -1], [4, -7], [2, -2], [0, 1]))
+
+
+def test_batch_bad_rows_are_reported_and_keep_their_data(rng):
+    datas = [np.arange(6.0).reshape(2, 3) + 10 * r for r in range(4)]
+    idxs = [
+        np.array([[1, 0, 1]]),
+        np.array([[5, 0, 0]]),
+        np.array([[0, 0, 0]]),
+        np.array([[-1, 0, 0]]),
+    ]
+    upds = [np.ones((1, 3))] * 4
+    data = Ragged.from_arrays(datas)
+    # Row 2's data shape claims 4 elements for 6 values.
+    bad_shapes = data.shapes.copy()
+    bad_shapes[4:6] = [2, 2]
+    data = Ragged(data.values, data.offsets, bad_shapes, data.shape_offsets)
+    out, errors = run_batch(
+        "ScatterElementsUpdate-3", data, Ragged.from_arrays(upds), Ragged.from_arrays(idxs), axis=0
+    )
+    assert errors[0] is None
+    assert (
+        errors[1].startswith("IndexError:")
+        and "index 5 is out of bounds for axis 0 with size 2" in errors[1]
+    )
+    assert errors[2].startswith("ValueError:") and "does not match its 6 values" in errors[2]
+    assert errors[3].startswith("IndexError:") and "negative" in errors[3]  # v3 is strict
+    rows = np.split(out, 4)
+    assert np.array_equal(
+        rows[0], sk.scatter_elements_update(datas[0], idxs[0], upds[0], 0).ravel()
+    )
+    for r in (1, 2, 3):
+        assert np.array_equal(rows[r], datas[r].ravel())
+
+
+def test_batch_rejects_malformed_buffers(rng):
+    data = Ragged.from_arrays([np.zeros(3), np.zeros(2)])
+    upd = Ragged.from_arrays([np.ones(1), np.ones(1)])
+    idx = Ragged.from_arrays([np.array([0]), np.array([1])])
+    broken = Ragged(data.values, np.array([0, 4, 99], np.int64), data.shapes, data.shape_offsets)
+    with pytest.raises(ValueError, match="outside their buffer"):
+        run_batch("ScatterElementsUpdate-12", broken, upd, idx, axis=0)
+    backwards = Ragged(data.values, np.array([0, 4, 3], np.int64), data.shapes, data.shape_offsets)
+    with pytest.raises(ValueError, match="decrease"):
+        run_batch("ScatterElementsUpdate-12", backwards, upd, idx, axis=0)
+    with pytest.raises(ValueError, match="no reduction"):
+        run_batch("ScatterElementsUpdate-3", data, upd, idx, axis=0, reduction="sum")
+    with pytest.raises(ValueError, match="unknown operation"):
+        run_batch("Scatter-1", data, upd, idx)
+
+
+def test_batch_threads_give_identical_bits(rng):
+    datas = [rng.random((64, 64)).astype(np.float32) for _ in range(300)]
+    idxs = [rng.integers(0, 64, (200, 64)) for _ in datas]
+    upds = [rng.random((200, 64)).astype(np.float32) for _ in datas]
+    args = (Ragged.from_arrays(datas), Ragged.from_arrays(upds), Ragged.from_arrays(idxs))
+    sk.set_num_threads(1)
+    one, _ = run_batch("ScatterElementsUpdate-12", *args, axis=0, reduction="sum")
+    sk.set_num_threads(2)
+    two, _ = run_batch("ScatterElementsUpdate-12", *args, axis=0, reduction="sum")
+    assert one.tobytes() == two.tobytes()
