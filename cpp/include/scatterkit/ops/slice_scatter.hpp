@@ -49,6 +49,69 @@ inline SliceAxis clamp_slice(int64_t start, int64_t stop, int64_t step, int64_t 
   return s;
 }
 
+namespace detail {
+
+// Below this block size the fused pass decides too often per byte; copy then scatter instead.
+constexpr int64_t kMinFusedBlockBytes = 64;
+
+// Out of place in one pass: every output block (the contiguous run after the
+// last sliced axis) is written once, from updates when all its coordinates lie
+// in the slice and from data otherwise; consecutive data blocks are one memcpy.
+inline void fused_slice_scatter(const char* data, const char* updates, char* out,
+                                const Shape& shape, const Shape& slice_shape,
+                                const std::vector<SliceAxis>& plan, const std::vector<bool>& sliced,
+                                size_t last_sliced, int64_t block_bytes) {
+  const size_t dims = last_sliced + 1;
+  const Shape outer(shape.begin(), shape.begin() + int64_t(dims));
+  // slot[d][c]: the updates coordinate for data coordinate c on axis d, or -1.
+  std::vector<std::vector<int64_t>> slot(dims);
+  for (size_t d = 0; d < dims; ++d) {
+    slot[d].assign(size_t(shape[d]), sliced[d] ? -1 : 0);
+    for (int64_t i = 0; i < plan[d].count; ++i)
+      slot[d][size_t(plan[d].first + i * plan[d].step)] = i;
+  }
+  Shape ustride(dims, 1);  // updates strides in blocks
+  for (size_t d = dims - 1; d-- > 0;) ustride[d] = ustride[d + 1] * slice_shape[d + 1];
+  const int64_t positions = product(shape, 0, dims);
+
+  parallel_for(positions, positions * block_bytes * 2, [&](int64_t p0, int64_t p1) {
+    Shape c = unravel(p0, outer);
+    auto source_block = [&]() -> int64_t {  // updates block number, or -1 for data
+      int64_t offset = 0;
+      for (size_t d = 0; d < dims; ++d) {
+        const int64_t k = sliced[d] ? slot[d][size_t(c[d])] : c[d];
+        if (k < 0) return -1;
+        offset += k * ustride[d];
+      }
+      return offset;
+    };
+    auto advance = [&]() {
+      for (size_t d = dims; d-- > 0;) {
+        if (++c[d] < outer[d]) return;
+        c[d] = 0;
+      }
+    };
+    for (int64_t p = p0; p < p1;) {
+      const int64_t from = source_block();
+      advance();
+      if (from >= 0) {
+        std::memcpy(out + p * block_bytes, updates + from * block_bytes, size_t(block_bytes));
+        ++p;
+        continue;
+      }
+      int64_t q = p + 1;
+      while (q < p1 && source_block() < 0) {
+        advance();
+        ++q;
+      }
+      std::memcpy(out + p * block_bytes, data + p * block_bytes, size_t((q - p) * block_bytes));
+      p = q;
+    }
+  });
+}
+
+}  // namespace detail
+
 // Type-erased SliceScatter. starts/stops/steps/axes have one common length >= 1
 // and name distinct axes. `out` has data's shape and type; out == data.data
 // updates in place.
@@ -84,6 +147,20 @@ inline void slice_scatter(const TensorRef& data, const TensorRef& updates,
   const int64_t total_bytes = numel(data.shape) * int64_t(data.itemsize);
   if (total_bytes != 0 && out == nullptr) throw_value_error(op, "out is a null pointer");
 
+  if (total_bytes == 0) return;
+  if (out != data.data) {
+    size_t last_sliced = 0;
+    for (size_t d = 0; d < rank; ++d)
+      if (sliced[d]) last_sliced = d;
+    const int64_t block_bytes = product(data.shape, last_sliced + 1, rank) * int64_t(data.itemsize);
+    if (block_bytes >= kMinFusedBlockBytes) {
+      fused_slice_scatter(static_cast<const char*>(data.data),
+                          static_cast<const char*>(updates.data), static_cast<char*>(out),
+                          data.shape, expected, plan, sliced, last_sliced, block_bytes);
+      return;
+    }
+  }
+  // In place, or small blocks: copy data, then write the updates row by row.
   parallel_copy(out, data.data, total_bytes);
   const int64_t rows_len = expected[rank - 1];
   const int64_t rows = rows_len == 0 ? 0 : numel(expected) / rows_len;
