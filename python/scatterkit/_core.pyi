@@ -51,3 +51,21 @@ def slice_scatter(
 ) -> None: ...
 def set_num_threads(n: int) -> None: ...
 def get_num_threads() -> int: ...
+def run_batch(
+    kind: str,
+    rows: int,
+    data: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    indices: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None,
+    updates: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    out: np.ndarray,
+    dtype: str,
+    axis: int,
+    reduction: str,
+    use_init_val: bool,
+    allow_negative: bool,
+    starts: list[int],
+    stops: list[int],
+    steps: list[int],
+    axes: list[int],
+    name: str,
+) -> list[str]: ...

@@ -58,12 +58,13 @@ inline void check_ragged(const char* op, const char* name, const RaggedRef& r, i
       throw_value_error(op, std::string(name) + " " + what + " point outside their buffer");
     for (int64_t i = 0; i < rows; ++i)
       if (off[i + 1] < off[i])
-        throw_value_error(op, std::string(name) + " " + what + " decrease at row " +
-                                  std::to_string(i));
+        throw_value_error(op,
+                          std::string(name) + " " + what + " decrease at row " + std::to_string(i));
   };
   check_offsets(r.offsets, r.size, "offsets");
   check_offsets(r.shape_offsets, r.shapes_size, "shape offsets");
-  if (r.size > 0 && r.values == nullptr) throw_value_error(op, std::string(name) + " values are missing");
+  if (r.size > 0 && r.values == nullptr)
+    throw_value_error(op, std::string(name) + " values are missing");
 }
 
 // Row r of a ragged tensor; throws ValueError if its shape does not match its length.
@@ -81,8 +82,8 @@ inline TensorRef ragged_row(const char* name, const RaggedRef& r, int64_t row, D
     if (valid) count *= d;
   }
   if (!valid || count != length)
-    throw ValueError(std::string(name) + " shape " + format_shape(t.shape) + " does not match its " +
-                     std::to_string(length) + " values");
+    throw ValueError(std::string(name) + " shape " + format_shape(t.shape) +
+                     " does not match its " + std::to_string(length) + " values");
   return t;
 }
 

@@ -51,6 +51,7 @@ inline void scatter_update_slabs(const char* data, char* out, const char* update
   }
   // Out of place: blocks of targets; runs of untargeted slabs copy from data
   // in one memcpy, targeted slabs come from their winner.
+  const BlockCopier copy{use_streaming_stores(outer * targets * slab_bytes)};
   const int64_t per_block =
       std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, slab_bytes));
   const int64_t blocks = (targets + per_block - 1) / per_block;
@@ -62,16 +63,17 @@ inline void scatter_update_slabs(const char* data, char* out, const char* update
         char* dst = out + (o * targets + t) * slab_bytes;
         const int64_t j = winner[size_t(t)];
         if (j >= 0) {
-          std::memcpy(dst, updates + (o * n + j) * slab_bytes, size_t(slab_bytes));
+          copy(dst, updates + (o * n + j) * slab_bytes, size_t(slab_bytes));
           ++t;
           continue;
         }
         int64_t run_end = t + 1;
         while (run_end < t_end && winner[size_t(run_end)] < 0) ++run_end;
-        std::memcpy(dst, data + (o * targets + t) * slab_bytes, size_t((run_end - t) * slab_bytes));
+        copy(dst, data + (o * targets + t) * slab_bytes, size_t((run_end - t) * slab_bytes));
         t = run_end;
       }
     }
+    copy.finish();
   });
 }
 

@@ -73,6 +73,7 @@ inline void fused_slice_scatter(const char* data, const char* updates, char* out
   Shape ustride(dims, 1);  // updates strides in blocks
   for (size_t d = dims - 1; d-- > 0;) ustride[d] = ustride[d + 1] * slice_shape[d + 1];
   const int64_t positions = product(shape, 0, dims);
+  const BlockCopier copy{use_streaming_stores(positions * block_bytes)};
 
   parallel_for(positions, positions * block_bytes * 2, [&](int64_t p0, int64_t p1) {
     Shape c = unravel(p0, outer);
@@ -95,7 +96,7 @@ inline void fused_slice_scatter(const char* data, const char* updates, char* out
       const int64_t from = source_block();
       advance();
       if (from >= 0) {
-        std::memcpy(out + p * block_bytes, updates + from * block_bytes, size_t(block_bytes));
+        copy(out + p * block_bytes, updates + from * block_bytes, size_t(block_bytes));
         ++p;
         continue;
       }
@@ -104,9 +105,10 @@ inline void fused_slice_scatter(const char* data, const char* updates, char* out
         advance();
         ++q;
       }
-      std::memcpy(out + p * block_bytes, data + p * block_bytes, size_t((q - p) * block_bytes));
+      copy(out + p * block_bytes, data + p * block_bytes, size_t((q - p) * block_bytes));
       p = q;
     }
+    copy.finish();
   });
 }
 
