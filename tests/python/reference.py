@@ -354,6 +354,9 @@ def ref_scatter_nd_update(
 
 
 def _param_list(x, what: str) -> list[int]:
+    items = x if isinstance(x, (list, tuple)) else [x]
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in items):
+        return [int(v) for v in items]  # Python ints, possibly beyond int64
     a = np.asarray(x)
     _check_integer_array(a, what)
     if a.ndim > 1:

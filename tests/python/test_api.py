@@ -11,10 +11,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import BFLOAT16, assert_same
+from reference import (
+    ref_scatter_elements_update,
+    ref_scatter_nd_update,
+    ref_scatter_update,
+    ref_slice_scatter,
+)
+
 import scatterkit as sk
 import scatterkit._core as core
-from conftest import BFLOAT16, assert_same
-from reference import ref_scatter_elements_update, ref_scatter_nd_update
 
 OP_NAMES = [
     "ScatterUpdate-3",
@@ -412,3 +418,170 @@ def test_package_exports():
         "get_cmake_dir",
     ):
         assert callable(getattr(sk, name)), name
+
+
+# --- slice parameters beyond int64 ----------------------------------------------------------
+
+# (start, stop, step) on an axis of size 5 and the positions they select: the spec clamps
+# start and stop whatever their magnitude, and a step beyond the axis selects one position.
+BEYOND_INT64 = [
+    (2**64 - 1, 3, -1, [4]),
+    (2**70, -(2**70), -2, [4, 2, 0]),
+    (-(2**70), 2**70, 2, [0, 2, 4]),
+    (0, 5, 2**64 - 1, [0]),
+    (4, 0, -(2**70), [4]),
+]
+
+
+def _one_element(v, form):
+    if form == "int":
+        return v
+    if form == "list" or not -(2**63) <= v < 2**64:  # no NumPy integer array holds 2**70
+        return [v]
+    return np.array([v], np.uint64 if v >= 2**63 else np.int64)
+
+
+@pytest.mark.parametrize("form", ["int", "list", "array"])
+@pytest.mark.parametrize(("start", "stop", "step", "positions"), BEYOND_INT64)
+def test_slice_parameters_beyond_int64_are_clamped_in_every_form(
+    start, stop, step, positions, form
+):
+    data = np.arange(5, dtype=np.float64)
+    updates = -1.0 - np.arange(len(positions))
+    expected = data.copy()
+    expected[positions] = updates
+    assert_same(ref_slice_scatter(data, updates, start, stop, step, 0), expected)
+    args = [_one_element(v, form) for v in (start, stop, step, 0)]
+    assert_same(sk.slice_scatter(data, updates, *args), expected)
+
+
+def test_slice_parameter_sequences_mixing_int64_and_uint64_ranges():
+    # [2**64 - 1, 0] is a list of Python ints (NumPy alone would promote it to float64).
+    data = np.zeros((3, 4))
+    upd = np.ones((1, 1))
+    expected = data.copy()
+    expected[2, 0] = 1.0
+    assert_same(ref_slice_scatter(data, upd, [2**64 - 1, 0], [1, 1], [-1, 1], [0, 1]), expected)
+    assert_same(sk.slice_scatter(data, upd, [2**64 - 1, 0], [1, 1], [-1, 1], [0, 1]), expected)
+
+
+# --- overlapping arguments --------------------------------------------------------------------
+
+
+ORACLES = {
+    "scatter_update": ref_scatter_update,
+    "scatter_elements_update": ref_scatter_elements_update,
+    "scatter_nd_update": ref_scatter_nd_update,
+    "slice_scatter": ref_slice_scatter,
+}
+# name: d -> (function name, positional args, keyword args), updates being views of d
+ALIAS_CASES = {
+    "slice_scatter-updates-reversed-view": lambda d: (
+        "slice_scatter",
+        (d, d[::-1][:4], 0, 4, 1, 0),
+        {},
+    ),
+    "slice_scatter-updates-shifted-view": lambda d: ("slice_scatter", (d, d[0:4], 2, 6, 1, 0), {}),
+    "scatter_update-updates-view": lambda d: (
+        "scatter_update",
+        (d, np.array([1, 2, 3, 4]), d[0:4], 0),
+        {},
+    ),
+    "scatter_elements-sum-updates-view": lambda d: (
+        "scatter_elements_update",
+        (d, np.array([1, 2, 3, 4]), d[0:4], 0),
+        {"reduction": "sum"},
+    ),
+    "scatter_nd-updates-view": lambda d: (
+        "scatter_nd_update",
+        (d, np.array([[1], [2], [3], [4]]), d[0:4]),
+        {},
+    ),
+    "scatter_nd-prod-updates-view": lambda d: (
+        "scatter_nd_update",
+        (d, np.array([[7], [7], [0]]), d[5:8]),
+        {"reduction": "prod"},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ALIAS_CASES))
+def test_in_place_with_updates_viewing_data(name):
+    # out=data while updates is a view of data: the result is as if updates were read first.
+    pristine = np.arange(8.0) + 1
+    fn, args, kwargs = ALIAS_CASES[name](pristine)
+    copies = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
+    expected = ORACLES[fn](*copies, **kwargs)
+    data = pristine.copy()
+    fn, args, kwargs = ALIAS_CASES[name](data)
+    assert getattr(sk, fn)(*args, **kwargs, out=data) is data
+    assert_same(data, expected)
+
+
+@pytest.mark.parametrize("op", ["slice_scatter", "scatter_elements_update"])
+def test_out_overlapping_data_in_reverse(op):
+    data = np.arange(8.0)
+    out = data[::-1]
+    if op == "slice_scatter":
+        res = sk.slice_scatter(data, [100.0], 0, 1, 1, 0, out=out)
+        expected = [100.0, 1, 2, 3, 4, 5, 6, 7]
+    else:
+        res = sk.scatter_elements_update(data, [0, 7], [100.0, 200.0], 0, reduction="sum", out=out)
+        expected = [100.0, 1, 2, 3, 4, 5, 6, 207]
+    assert res is out
+    assert out.tolist() == expected
+
+
+def test_out_is_the_indices_array():
+    indices = np.array([3, 2, 1, 0])
+    res = sk.scatter_elements_update(np.zeros(4, np.int64), indices, indices, 0, out=indices)
+    assert res is indices
+    assert indices.tolist() == [0, 1, 2, 3]
+
+
+# --- unusual but valid inputs ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("dtype", "value"),
+    [
+        (np.int32, 1.5),
+        (np.uint8, 255),
+        (np.int64, -(2**63)),
+        (np.float32, 7),
+        (np.float16, 0.1),
+        (np.complex64, 2 - 1j),
+        (np.bool_, True),
+        (BFLOAT16, 1.0 / 3.0),
+    ],
+)
+def test_python_scalar_updates_follow_numpy_assignment(dtype, value):
+    data = np.zeros(3, dtype)
+    expected = data.copy()
+    expected[1] = value
+    assert_same(sk.scatter_update(data, np.array(1), value, 0), expected)
+    expected_list = data.copy()
+    expected_list[[0, 2]] = [value, value]
+    assert_same(sk.scatter_nd_update(data, np.array([[0], [2]]), [value, value]), expected_list)
+
+
+def test_broadcast_view_data_is_read_correctly():
+    data = np.broadcast_to(np.arange(3.0), (4, 3))  # zero stride along axis 0, read-only
+    out = sk.scatter_update(data, np.array([1]), np.full((1, 3), 9.0), 0)
+    assert out.tolist() == [[0, 1, 2], [9, 9, 9], [0, 1, 2], [0, 1, 2]]
+    assert out.flags.writeable
+
+
+@pytest.mark.parametrize("rank", [8, 20, 32, 64])
+def test_high_rank_tensors(rank):
+    shape = (1,) * (rank - 1) + (2,)
+    data = np.zeros(shape)
+    last = (*shape[:-1], 1)
+    out = sk.scatter_elements_update(data, np.ones(last, np.int64), np.ones(last), -1)
+    assert out.ravel().tolist() == [0, 1]
+    out = sk.scatter_nd_update(data, np.zeros((2, rank), np.int64), np.ones(2), reduction="sum")
+    assert out.ravel().tolist() == [2, 0]
+    out = sk.scatter_update(data, np.array([1]), np.full(last, 3.0), rank - 1)
+    assert out.ravel().tolist() == [0, 3]
+    out = sk.slice_scatter(data, np.full(last, 4.0), -1, 2**62, 1, -1)
+    assert out.ravel().tolist() == [0, 4]

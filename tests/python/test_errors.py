@@ -8,13 +8,18 @@ validated would be caught.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 import pytest
+from conftest import BFLOAT16, INDEX_DTYPES, STRUCT_DTYPE, assert_same, random_values
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference import ref_scatter_elements_update, ref_scatter_nd_update, ref_scatter_update
+
 import scatterkit as sk
-from conftest import BFLOAT16, STRUCT_DTYPE
 
 U64_MAX = 2**64 - 1
 I64_MIN = -(2**63)
@@ -80,6 +85,24 @@ CASES = {
         ),
         IndexError,
         f"index {U64_MAX} is out of bounds for axis 0 with size 4",
+    ),
+    "scatter_update-0d-data": Case(
+        lambda: np.array(3.0, np.float32),
+        lambda d, out: sk.scatter_update(d, np.array(0), np.float32(1), 0, out=out),
+        ValueError,
+        "axis|rank",  # the spec asks rank >= 1; either word explains it
+    ),
+    "scatter_elements-0d-data": Case(
+        lambda: np.array(3, np.int32),
+        lambda d, out: sk.scatter_elements_update(d, np.array(0), np.int32(1), 0, out=out),
+        ValueError,
+        "axis|rank",  # the spec asks rank >= 1; either word explains it
+    ),
+    "slice_scatter-0d-data": Case(
+        lambda: np.array(3.0, np.float32),
+        lambda d, out: sk.slice_scatter(d, np.float32(1), 0, 1, 1, 0, out=out),
+        ValueError,
+        "axis|rank",  # the spec asks rank >= 1; either word explains it
     ),
     "scatter_update-0d-index": Case(
         _f32(4),
@@ -590,9 +613,8 @@ for _name, _call in OBJECT_OPS.items():
 
 
 def _fresh_out(data: np.ndarray) -> np.ndarray:
-    out = np.empty_like(data)
-    out.view(np.uint8).reshape(-1)[:] = 0xA5 if data.dtype != object else 0
-    return out
+    raw = np.full(data.nbytes, 0xA5, np.uint8)
+    return raw.view(data.dtype).reshape(data.shape)
 
 
 @pytest.mark.parametrize("out_mode", ["none", "fresh", "inplace"])
@@ -746,3 +768,99 @@ def test_bfloat16_mean_is_allowed_but_bool_mean_is_not():
     assert out.astype(np.float32).tolist() == [1.0, 0.0]
     with pytest.raises(TypeError, match="mean"):
         se12(np.zeros(2, bool), np.array([0]), np.array([True]), 0, reduction="mean")
+
+
+# --- out-of-range indices anywhere: same verdict as the oracle, and nothing written ----------
+
+_BOUNDS = re.compile(r"index (-?\d+) is out of bounds for axis (\d+) with size (\d+)")
+
+
+def _indices_maybe_out_of_range(rng, shape, size, dtype):
+    """Mostly valid indices, some beyond either end, some at the dtype's extremes."""
+    info = np.iinfo(dtype)
+    lo, hi = max(-2 * size - 1, int(info.min)), min(2 * size + 1, int(info.max))
+    values = rng.integers(lo, hi, shape, endpoint=True).astype(dtype)
+    extremes = np.array([info.min, info.max], dtype)
+    return np.where(rng.random(shape) < 0.05, rng.choice(extremes, shape), values).astype(dtype)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_index_out_of_range_anywhere_matches_reference(data):
+    draw = data.draw
+    op = draw(st.sampled_from(["su3", "su", "se3", "se12", "nd3", "nd15"]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    rank = draw(st.integers(1, 3))
+    shape = tuple(draw(st.integers(1, 4)) for _ in range(rank))
+    index_dtype = draw(st.sampled_from(INDEX_DTYPES))
+    dtype = draw(st.sampled_from([np.dtype(np.int32), np.dtype(np.float64)]))
+    values = random_values(rng, dtype, shape)
+    axis = draw(st.integers(0, rank - 1))
+    if op.startswith("su"):
+        indices = _indices_maybe_out_of_range(
+            rng, (draw(st.integers(0, 4)),), shape[axis], index_dtype
+        )
+        updates = random_values(rng, dtype, shape[:axis] + indices.shape + shape[axis + 1 :])
+        fn = su3 if op == "su3" else sk.scatter_update
+        kwargs = {}
+
+        def ref():
+            return ref_scatter_update(values, indices, updates, axis)
+
+        def call(out):
+            return fn(values, indices, updates, axis, out=out)
+
+    elif op.startswith("se"):
+        ishape = tuple(draw(st.integers(0, d)) for d in shape)
+        indices = _indices_maybe_out_of_range(rng, ishape, shape[axis], index_dtype)
+        updates = random_values(rng, dtype, ishape)
+        kwargs = {} if op == "se3" else {"reduction": draw(st.sampled_from(["none", "sum", "max"]))}
+
+        def ref():
+            return ref_scatter_elements_update(
+                values, indices, updates, axis, allow_negative=op != "se3", **kwargs
+            )
+
+        def call(out):
+            return (se3 if op == "se3" else se12)(values, indices, updates, axis, out=out, **kwargs)
+
+    else:
+        k = draw(st.integers(1, rank))
+        batch = (draw(st.integers(0, 4)),)
+        columns = [_indices_maybe_out_of_range(rng, batch, shape[j], index_dtype) for j in range(k)]
+        indices = np.stack(columns, axis=-1).astype(index_dtype)
+        updates = random_values(rng, dtype, batch + shape[k:])
+        kwargs = {} if op == "nd3" else {"reduction": draw(st.sampled_from(["none", "sub"]))}
+
+        def ref():
+            return ref_scatter_nd_update(
+                values, indices, updates, allow_negative=op != "nd3", **kwargs
+            )
+
+        def call(out):
+            return (nd3 if op == "nd3" else nd15)(values, indices, updates, out=out, **kwargs)
+
+    try:
+        expected = ref()
+    except IndexError:
+        expected = None
+    out = random_values(rng, dtype, shape)
+    out_before = out.tobytes()
+    values_before = values.tobytes()
+    if expected is None:
+        with pytest.raises(IndexError) as info:
+            call(out)
+        match = _BOUNDS.search(str(info.value))
+        assert match, str(info.value)
+        bad, position, size = (int(g) for g in match.groups())
+        # The message names a value that is really in indices and really out of range there.
+        column = indices[..., position] if op.startswith("nd") else indices
+        assert bad in column.astype(object).ravel().tolist()
+        assert size == shape[position if op.startswith("nd") else axis]
+        negative_ok = op in ("se12", "nd15")
+        assert not (-size if negative_ok else 0) <= bad < size
+        assert out.tobytes() == out_before
+    else:
+        assert call(out) is out
+        assert_same(out, expected)
+    assert values.tobytes() == values_before

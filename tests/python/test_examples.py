@@ -6,8 +6,9 @@ formula of ScatterElementsUpdate-3.  Expected values are literal, not computed b
 
 import numpy as np
 import pytest
-import scatterkit as sk
 from conftest import BFLOAT16
+
+import scatterkit as sk
 
 # Dtypes that hold every value of the examples exactly (264 rules out the 8-bit ones).
 EXAMPLE_DTYPES = [

@@ -2,16 +2,15 @@
 
 Hypothesis draws shapes (dims 0..5, rank 0..4), duplicate and negative indices, empty tensors,
 0-D indices and updates, clamped and huge slice parameters, and the memory layout of every
-input (strided views, transposes, negative strides, non-native byte order, read-only).  Each
-case is run with ``out=None``, with a fresh ``out`` buffer (contiguous or strided) and in place
-with ``out=data``, and compared bit for bit with the oracle.
+input (strided views, transposes, negative strides, non-native byte order, read-only,
+unaligned).  Each case is run with ``out=None``, with a fresh ``out`` buffer (contiguous,
+strided or unaligned) and in place with ``out=data``, and compared bit for bit with the oracle.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-import scatterkit as sk
 from conftest import (
     ALL_DTYPES,
     BFLOAT16,
@@ -38,15 +37,25 @@ from reference import (
     slice_positions,
 )
 
+import scatterkit as sk
+
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
-INPUT_LAYOUTS = ("contiguous", "strided", "transposed", "reversed", "byteswapped", "readonly")
-OUT_MODES = ("none", "fresh", "fresh_strided", "inplace")
-IN_PLACE_LAYOUTS = ("contiguous", "strided", "transposed", "reversed")
+INPUT_LAYOUTS = (
+    "contiguous",
+    "strided",
+    "transposed",
+    "reversed",
+    "byteswapped",
+    "readonly",
+    "unaligned",
+)
+OUT_MODES = ("none", "fresh", "fresh_strided", "fresh_unaligned", "inplace")
+IN_PLACE_LAYOUTS = ("contiguous", "strided", "transposed", "reversed", "unaligned")
 
-few = settings(max_examples=12, deadline=None)
-some = settings(max_examples=25, deadline=None)
+few = settings(max_examples=30, deadline=None)
+some = settings(max_examples=60, deadline=None)
 
 
 # --------------------------------------------------------------------------------------------
@@ -87,6 +96,13 @@ def with_layout(value: np.ndarray, layout: str, rng: np.random.Generator):
         swapped = value.astype(value.dtype.newbyteorder())
         assert not swapped.dtype.isnative or swapped.dtype.names is not None
         return swapped, nothing_outside
+    if layout == "unaligned":
+        # one byte past an aligned start: kernels must not assume alignment
+        raw = bytearray(value.nbytes + 1)
+        arr = np.frombuffer(raw, value.dtype, count=value.size, offset=1).reshape(value.shape)
+        arr[...] = value
+        assert arr.dtype.alignment == 1 or not arr.flags.aligned or value.size == 0
+        return arr, nothing_outside
     copy = value.copy()
     if layout == "readonly":
         copy.flags.writeable = False
@@ -120,7 +136,9 @@ def run_and_compare(
         assert_same(result, expected, zero_sign_agnostic=zero_sign_agnostic)
     else:
         out_value = random_values(rng, native_dtype(data_value.dtype), data_value.shape)
-        layout = "strided" if out_mode == "fresh_strided" else "contiguous"
+        layout = {"fresh_strided": "strided", "fresh_unaligned": "unaligned"}.get(
+            out_mode, "contiguous"
+        )
         out, check_out_outside = with_layout(out_value, layout, rng)
         result = call(data, out=out)
         assert result is out
@@ -254,25 +272,44 @@ def test_scatter_elements_update_v3_matches_reference(dtype, data):
     )
 
 
-@pytest.mark.parametrize("reduction", ["sum", "prod", "min", "max", "mean"])
+@pytest.mark.parametrize("reduction", ["sum", "sub", "prod", "min", "max", "mean"])
 @pytest.mark.parametrize(
     "dtype",
-    [np.dtype(np.int8), np.dtype(np.uint64), np.dtype(np.float16), BFLOAT16, np.dtype(np.float32)],
+    [
+        np.dtype(np.bool_),
+        np.dtype(np.int8),
+        np.dtype(np.int64),
+        np.dtype(np.uint64),
+        np.dtype(np.float16),
+        BFLOAT16,
+        np.dtype(np.float32),
+    ],
     ids=dtype_id,
 )
 @few
 @given(st.data())
-def test_scatter_elements_update_heavy_duplicates_fold_in_c_order(dtype, reduction, data):
-    # Many updates on few targets: the fold order, wrapping and half-precision accumulation
-    # all show up in the result.
+def test_heavy_duplicates_fold_in_c_order(dtype, reduction, data):
+    # Many updates on few targets: the fold order, wrapping, exact integer means and
+    # half-precision accumulation all show up in the result.
     draw = data.draw
     rng = np.random.default_rng(draw(seeds))
     n = draw(st.integers(1, 40))
     size = draw(st.integers(1, 3))
     values = random_values(rng, dtype, (size, 2))
-    indices = random_indices(rng, (n, 2), size, np.int64, allow_negative=True)
     updates = random_values(rng, dtype, (n, 2), special=draw(st.booleans()))
+    use_nd = reduction == "sub" or (reduction != "mean" and draw(st.booleans()))
+    if use_nd:
+        indices = random_indices(rng, (n, 1), size, np.int64, allow_negative=True)
+        expected = ref_scatter_nd_update(values, indices, updates, reduction=reduction)
+        result = sk.scatter_nd_update(values, indices, updates, reduction=reduction)
+        assert_same(result, expected, zero_sign_agnostic=_zero_sign_agnostic(reduction))
+        return
+    indices = random_indices(rng, (n, 2), size, np.int64, allow_negative=True)
     use_init_val = draw(st.booleans())
+    if reduction == "mean" and dtype == np.bool_:
+        with pytest.raises(TypeError, match="mean"):
+            sk.scatter_elements_update(values, indices, updates, 0, reduction="mean")
+        return
     expected = ref_scatter_elements_update(
         values, indices, updates, 0, reduction=reduction, use_init_val=use_init_val
     )
@@ -411,16 +448,20 @@ def test_scatter_update_matches_reference(dtype, data):
 slice_bounds = st.one_of(
     st.integers(-8, 8),
     st.sampled_from((INT64_MIN, INT64_MAX, INT32_MIN, INT32_MAX, INT64_MIN + 1, INT64_MAX - 1)),
+    st.sampled_from((2**64 - 1, 2**70, -(2**70))),  # beyond int64: clamped all the same
 )
 slice_steps = st.one_of(
     st.integers(-7, 7).filter(bool),
     st.sampled_from((INT64_MIN, INT64_MAX, INT32_MIN, INT32_MAX, 2**40, -(2**40))),
+    st.sampled_from((2**64 - 1, 2**70, -(2**70))),
 )
 
 
 def _param_argument(draw, values: list[int], scalar: bool):
     """``values`` as slice_scatter accepts them: scalars in any form, or sequences."""
     fits = [d for d in INDEX_DTYPES if all(np.iinfo(d).min <= v <= np.iinfo(d).max for v in values)]
+    if not fits:  # only Python ints hold these values
+        return draw(st.sampled_from((values[0], list(values)))) if scalar else list(values)
     dtype = draw(st.sampled_from(fits))
     if scalar:
         (v,) = values

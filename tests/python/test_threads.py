@@ -8,10 +8,17 @@ checked against a vectorised NumPy formula that applies updates in the same C or
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
+import time
+import warnings
+
 import numpy as np
 import pytest
-import scatterkit as sk
 from conftest import BFLOAT16, assert_same
+
+import scatterkit as sk
 
 N_DATA = 2_000_000
 N_UPD = 4_000_000
@@ -234,3 +241,38 @@ def test_movement_dtype_complex128_threaded():
     expected = data.copy()
     expected[targets] = values[last]
     assert_same(result, expected)
+
+
+def test_forked_child_runs_threaded_ops_without_hanging(heavy):
+    # Spark's Python workers fork a process whose OpenMP pool is already running.
+    data, indices, values = heavy
+    expected = data.copy()
+    np.add.at(expected, indices, values)
+    sk.set_num_threads(2)
+    assert_same(sk.scatter_elements_update(data, indices, values, 0, reduction="sum"), expected)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork with threads
+        pid = os.fork()
+    if pid == 0:  # child: must not deadlock in the OpenMP runtime
+        code = 1
+        try:
+            sk.set_num_threads(2)
+            res = sk.scatter_elements_update(data, indices, values, 0, reduction="sum")
+            code = 0 if res.tobytes() == expected.tobytes() else 3
+        except BaseException:
+            code = 2
+        finally:
+            sys.stdout.flush()
+            os._exit(code)
+    deadline = time.monotonic() + 120
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("forked child hung in a threaded op")
+        time.sleep(0.05)
+    assert os.WIFEXITED(status), status
+    assert os.WEXITSTATUS(status) == 0, "child computed a wrong result or raised"
