@@ -71,9 +71,34 @@ inline ElementsLayout make_elements_layout(const Shape& data, const Shape& idx, 
   return l;
 }
 
-// Runs body(o, i_begin, i_end) over blocks of lines, in parallel.
+// A unit of work: lines [i0, i1) of outer position o, restricted to the
+// targets [t0, t1) along the axis. Work units never share a target.
+struct LineBlock {
+  int64_t o, i0, i1, t0, t1;
+  bool owns_all_targets;
+  bool owns(int64_t target) const { return owns_all_targets || (target >= t0 && target < t1); }
+};
+
+// Runs body(LineBlock) over the work, in parallel. With many lines, threads
+// split the lines; with fewer lines than threads (a 1-D histogram, say), each
+// line's targets are split into ranges and every range scans the whole line,
+// applying only its own updates, so C order per target is kept either way.
 template <class Body>
 void for_each_line_block(const ElementsLayout& l, int64_t bytes, Body&& body) {
+  const int64_t lines = l.outer * l.inner;
+  const int threads = threads_for(int64_t(1) << 30, bytes);
+  if (threads > 1 && lines < 2 * threads && l.axis_size >= 2 * threads) {
+    const int64_t parts = threads;
+    parallel_for(lines * parts, bytes * parts, [&](int64_t b, int64_t e) {
+      for (int64_t item = b; item < e; ++item) {
+        const int64_t line = item / parts, part = item % parts;
+        const int64_t o = line / l.inner, i = line % l.inner;
+        body(LineBlock{o, i, i + 1, l.axis_size * part / parts, l.axis_size * (part + 1) / parts,
+                       false});
+      }
+    });
+    return;
+  }
   const int64_t blocks_per_outer = std::clamp<int64_t>(
       (64 + l.outer - 1) / std::max<int64_t>(1, l.outer), 1, std::max<int64_t>(1, l.inner));
   const int64_t per_block = (l.inner + blocks_per_outer - 1) / blocks_per_outer;
@@ -82,7 +107,7 @@ void for_each_line_block(const ElementsLayout& l, int64_t bytes, Body&& body) {
       const int64_t o = item / blocks_per_outer;
       const int64_t i0 = (item % blocks_per_outer) * per_block;
       const int64_t i1 = std::min(l.inner, i0 + per_block);
-      if (i0 < i1) body(o, i0, i1);
+      if (i0 < i1) body(LineBlock{o, i0, i1, 0, l.axis_size, true});
     }
   });
 }
@@ -92,14 +117,17 @@ void for_each_line_block(const ElementsLayout& l, int64_t bytes, Body&& body) {
 template <class E, class I>
 void scatter_elements_move(const ElementsLayout& l, const I* idx, const char* upd, char* out,
                            size_t itemsize, int64_t bytes) {
-  for_each_line_block(l, bytes, [&](int64_t o, int64_t i0, int64_t i1) {
-    char* base = out + l.outer_offset[size_t(o)] * int64_t(itemsize);
+  const int64_t width = int64_t(itemsize);
+  for_each_line_block(l, bytes, [&](const LineBlock& blk) {
+    char* base = out + l.outer_offset[size_t(blk.o)] * width;
     for (int64_t j = 0; j < l.along; ++j) {
-      const int64_t row = (o * l.along + j) * l.inner;
-      for (int64_t i = i0; i < i1; ++i) {
-        const int64_t t = wrap_index(idx[row + i], l.axis_size) * l.axis_stride + l.inner_at(i);
+      const int64_t row = (blk.o * l.along + j) * l.inner;
+      for (int64_t i = blk.i0; i < blk.i1; ++i) {
+        const int64_t a = wrap_index(idx[row + i], l.axis_size);
+        if (!blk.owns(a)) continue;
+        const int64_t t = a * l.axis_stride + l.inner_at(i);
         if constexpr (std::is_void_v<E>)
-          std::memcpy(base + t * int64_t(itemsize), upd + (row + i) * int64_t(itemsize), itemsize);
+          std::memcpy(base + t * width, upd + (row + i) * width, itemsize);
         else
           move_element<E>(base + t * int64_t(sizeof(E)), upd + (row + i) * int64_t(sizeof(E)));
       }
@@ -112,46 +140,66 @@ constexpr int64_t kScratchEntries = int64_t(1) << 18;
 
 // Reductions. When the accumulator is the element type the fold runs directly
 // on the output; otherwise (mean, float16/bfloat16) it runs in a per-thread
-// table indexed by (target along axis, line), first touch loading the start
-// value, and each target is finalised (rounded, divided) exactly once.
+// table indexed by (target along axis - t0, line), first touch loading the
+// start value, and each target is finalised (rounded, divided) exactly once.
 template <class Op, class T, class I>
 void scatter_elements_reduce(const ElementsLayout& l, const I* idx, const T* upd, T* out,
                              bool use_init_val, int64_t bytes) {
   using Acc = typename Op::Acc;
-  for_each_line_block(l, bytes, [&](int64_t o, int64_t i0, int64_t i1) {
-    T* base = out + l.outer_offset[size_t(o)];
-    auto target = [&](int64_t row, int64_t i) {
-      return wrap_index(idx[row + i], l.axis_size) * l.axis_stride + l.inner_at(i);
-    };
+  for_each_line_block(l, bytes, [&](const LineBlock& blk) {
+    T* base = out + l.outer_offset[size_t(blk.o)];
     if constexpr (folds_in_place_v<Op, T>) {
       if (!use_init_val)
         for (int64_t j = 0; j < l.along; ++j)
-          for (int64_t i = i0, row = (o * l.along + j) * l.inner; i < i1; ++i)
-            base[target(row, i)] = Op::identity();
-      for (int64_t j = 0; j < l.along; ++j)
-        for (int64_t i = i0, row = (o * l.along + j) * l.inner; i < i1; ++i) {
-          T& dst = base[target(row, i)];
-          dst = Op::combine(dst, upd[row + i]);
-        }
-    } else {
-      const int64_t width =
-          std::clamp<int64_t>(kScratchEntries / std::max<int64_t>(1, l.axis_size), 1, i1 - i0);
-      std::vector<Acc> acc(size_t(l.axis_size * width));
-      std::vector<int64_t> count(size_t(l.axis_size * width), 0);
-      for (int64_t w0 = i0; w0 < i1; w0 += width) {
-        const int64_t w1 = std::min(i1, w0 + width);
+          for (int64_t i = blk.i0, row = (blk.o * l.along + j) * l.inner; i < blk.i1; ++i) {
+            const int64_t a = wrap_index(idx[row + i], l.axis_size);
+            if (blk.owns(a)) base[a * l.axis_stride + l.inner_at(i)] = Op::identity();
+          }
+      if (blk.owns_all_targets) {
         for (int64_t j = 0; j < l.along; ++j)
-          for (int64_t i = w0, row = (o * l.along + j) * l.inner; i < w1; ++i) {
-            const size_t slot = size_t(wrap_index(idx[row + i], l.axis_size) * width + (i - w0));
+          for (int64_t i = blk.i0, row = (blk.o * l.along + j) * l.inner; i < blk.i1; ++i) {
+            T& dst = base[wrap_index(idx[row + i], l.axis_size) * l.axis_stride + l.inner_at(i)];
+            dst = Op::combine(dst, upd[row + i]);
+          }
+      } else {
+        // Half the updates belong to another range and come in random order: a
+        // branch would mispredict half the time, so those fold into a sink instead.
+        T sink = Op::identity();
+        const uint64_t span = uint64_t(blk.t1 - blk.t0);
+        for (int64_t j = 0; j < l.along; ++j)
+          for (int64_t i = blk.i0, row = (blk.o * l.along + j) * l.inner; i < blk.i1; ++i) {
+            const int64_t a = wrap_index(idx[row + i], l.axis_size);
+            T& target = base[a * l.axis_stride + l.inner_at(i)];
+            T& dst = uint64_t(a - blk.t0) < span ? target : sink;
+            dst = Op::combine(dst, upd[row + i]);
+          }
+      }
+    } else {
+      const int64_t span = blk.t1 - blk.t0;
+      const int64_t width =
+          std::clamp<int64_t>(kScratchEntries / std::max<int64_t>(1, span), 1, blk.i1 - blk.i0);
+      std::vector<Acc> acc(size_t(span * width));
+      std::vector<int64_t> count(size_t(span * width), 0);
+      for (int64_t w0 = blk.i0; w0 < blk.i1; w0 += width) {
+        const int64_t w1 = std::min(blk.i1, w0 + width);
+        for (int64_t j = 0; j < l.along; ++j)
+          for (int64_t i = w0, row = (blk.o * l.along + j) * l.inner; i < w1; ++i) {
+            const int64_t a = wrap_index(idx[row + i], l.axis_size);
+            if (!blk.owns(a)) continue;
+            const size_t slot = size_t((a - blk.t0) * width + (i - w0));
             if (count[slot]++ == 0)
-              acc[slot] = use_init_val ? Op::load(base[target(row, i)]) : Op::identity();
+              acc[slot] =
+                  use_init_val ? Op::load(base[a * l.axis_stride + l.inner_at(i)]) : Op::identity();
             acc[slot] = Op::combine(acc[slot], upd[row + i]);
           }
         for (int64_t j = 0; j < l.along; ++j)
-          for (int64_t i = w0, row = (o * l.along + j) * l.inner; i < w1; ++i) {
-            const size_t slot = size_t(wrap_index(idx[row + i], l.axis_size) * width + (i - w0));
+          for (int64_t i = w0, row = (blk.o * l.along + j) * l.inner; i < w1; ++i) {
+            const int64_t a = wrap_index(idx[row + i], l.axis_size);
+            if (!blk.owns(a)) continue;
+            const size_t slot = size_t((a - blk.t0) * width + (i - w0));
             if (count[slot] == 0) continue;  // already finalised
-            base[target(row, i)] = Op::store(acc[slot], count[slot] + (use_init_val ? 1 : 0));
+            base[a * l.axis_stride + l.inner_at(i)] =
+                Op::store(acc[slot], count[slot] + (use_init_val ? 1 : 0));
             count[slot] = 0;
           }
       }
