@@ -3,8 +3,11 @@
 #pragma once
 
 #include <cstddef>
+#include <initializer_list>
+#include <string>
 
 #include "scatterkit/dtype.hpp"
+#include "scatterkit/reduction.hpp"
 #include "scatterkit/shape.hpp"
 
 namespace scatterkit {
@@ -48,6 +51,35 @@ inline void check_tensor(const char* op, const char* name, const void* ptr, cons
   check_shape(op, name, shape);
   if (ptr == nullptr && numel(shape) != 0)
     throw_value_error(op, std::string(name) + " is a null pointer");
+}
+
+// The checks every indexed scatter starts with: buffers, element types.
+inline void check_scatter_inputs(const char* op, const TensorRef& data, const IndexRef& indices,
+                                 const TensorRef& updates) {
+  check_tensor(op, "data", data.data, data.shape);
+  check_tensor(op, "indices", indices.data, indices.shape);
+  check_tensor(op, "updates", updates.data, updates.shape);
+  check_same_element(op, data, updates);
+}
+
+// The reduction is one the op version has (`allowed`, listed in the message)
+// and one the element type supports.
+inline void check_reduction(const char* op, Reduction reduction, DType dtype,
+                            std::initializer_list<Reduction> allowed) {
+  bool known = false;
+  std::string names;
+  for (Reduction r : allowed) {
+    known |= r == reduction;
+    names += std::string(names.empty() ? "" : ", ") + reduction_name(r);
+  }
+  if (!known)
+    throw_value_error(op, std::string("reduction '") + reduction_name(reduction) +
+                              "' is not supported (expected one of " + names + ")");
+  if (reduction != Reduction::kNone && dtype == DType::kOpaque)
+    throw_type_error(op, std::string("reduction '") + reduction_name(reduction) +
+                             "' needs an arithmetic element type (bool, integer or float)");
+  if (reduction == Reduction::kMean && dtype == DType::kBool)
+    throw_type_error(op, "reduction 'mean' is not supported for bool data");
 }
 
 }  // namespace detail

@@ -218,19 +218,10 @@ inline void scatter_elements_update(const TensorRef& data, const IndexRef& indic
                                     bool use_init_val = true, const OpOptions& options = {}) {
   using namespace detail;
   const char* op = op_name(options, "scatter_elements_update");
-  check_tensor(op, "data", data.data, data.shape);
-  check_tensor(op, "indices", indices.data, indices.shape);
-  check_tensor(op, "updates", updates.data, updates.shape);
-  check_same_element(op, data, updates);
-  if (reduction == Reduction::kSub)
-    throw_value_error(op,
-                      "reduction 'sub' is not supported (expected one of none, sum, prod, "
-                      "min, max, mean)");
-  if (reduction != Reduction::kNone && data.dtype == DType::kOpaque)
-    throw_type_error(op, std::string("reduction '") + reduction_name(reduction) +
-                             "' needs an arithmetic element type (bool, integer or float)");
-  if (reduction == Reduction::kMean && data.dtype == DType::kBool)
-    throw_type_error(op, "reduction 'mean' is not supported for bool data");
+  check_scatter_inputs(op, data, indices, updates);
+  check_reduction(op, reduction, data.dtype,
+                  {Reduction::kNone, Reduction::kSum, Reduction::kProd, Reduction::kMin,
+                   Reduction::kMax, Reduction::kMean});
   const size_t rank = data.shape.size();
   axis = normalize_axis(op, axis, int64_t(rank));
   if (indices.shape.size() != rank)

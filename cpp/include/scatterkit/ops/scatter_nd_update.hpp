@@ -117,17 +117,10 @@ inline void scatter_nd_update(const TensorRef& data, const IndexRef& indices,
                               const OpOptions& options = {}) {
   using namespace detail;
   const char* op = op_name(options, "scatter_nd_update");
-  check_tensor(op, "data", data.data, data.shape);
-  check_tensor(op, "indices", indices.data, indices.shape);
-  check_tensor(op, "updates", updates.data, updates.shape);
-  check_same_element(op, data, updates);
-  if (reduction == Reduction::kMean)
-    throw_value_error(op,
-                      "reduction 'mean' is not supported (expected one of none, sum, sub, "
-                      "prod, min, max)");
-  if (reduction != Reduction::kNone && data.dtype == DType::kOpaque)
-    throw_type_error(op, std::string("reduction '") + reduction_name(reduction) +
-                             "' needs an arithmetic element type (bool, integer or float)");
+  check_scatter_inputs(op, data, indices, updates);
+  check_reduction(op, reduction, data.dtype,
+                  {Reduction::kNone, Reduction::kSum, Reduction::kSub, Reduction::kProd,
+                   Reduction::kMin, Reduction::kMax});
   const size_t rank = data.shape.size();
   if (rank == 0) throw_value_error(op, "data must have rank >= 1, got a 0-D tensor");
   if (indices.shape.empty())

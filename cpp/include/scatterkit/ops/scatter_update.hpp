@@ -85,10 +85,7 @@ inline void scatter_update(const TensorRef& data, const IndexRef& indices, const
                            int64_t axis, void* out, const OpOptions& options = {}) {
   using namespace detail;
   const char* op = op_name(options, "scatter_update");
-  check_tensor(op, "data", data.data, data.shape);
-  check_tensor(op, "indices", indices.data, indices.shape);
-  check_tensor(op, "updates", updates.data, updates.shape);
-  check_same_element(op, data, updates);
+  check_scatter_inputs(op, data, indices, updates);
   const int64_t rank = int64_t(data.shape.size());
   axis = normalize_axis(op, axis, rank);
 
