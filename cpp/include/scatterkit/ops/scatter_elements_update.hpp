@@ -178,30 +178,49 @@ void scatter_elements_reduce(const ElementsLayout& l, const I* idx, const T* upd
       const int64_t span = blk.t1 - blk.t0;
       const int64_t width =
           std::clamp<int64_t>(kScratchEntries / std::max<int64_t>(1, span), 1, blk.i1 - blk.i0);
-      std::vector<Acc> acc(size_t(span * width));
-      std::vector<int64_t> count(size_t(span * width), 0);
+      // Accumulator and count side by side: one cache line per update.
+      struct Slot {
+        Acc acc;
+        uint32_t count;
+      };
+      std::vector<Slot> slots(size_t(span * width), Slot{Acc(0), 0});
       for (int64_t w0 = blk.i0; w0 < blk.i1; w0 += width) {
         const int64_t w1 = std::min(blk.i1, w0 + width);
+        // More updates than targets: start every accumulator in one ordered
+        // sweep; otherwise start each on its first update.
+        const bool dense = l.along >= span;
+        auto start = [&](int64_t a, int64_t i) {
+          return use_init_val ? Op::load(base[a * l.axis_stride + l.inner_at(i)]) : Op::identity();
+        };
+        if (dense)
+          for (int64_t a = blk.t0; a < blk.t1; ++a)
+            for (int64_t i = w0; i < w1; ++i)
+              slots[size_t((a - blk.t0) * width + (i - w0))].acc = start(a, i);
         for (int64_t j = 0; j < l.along; ++j)
           for (int64_t i = w0, row = (blk.o * l.along + j) * l.inner; i < w1; ++i) {
             const int64_t a = wrap_index(idx[row + i], l.axis_size);
             if (!blk.owns(a)) continue;
-            const size_t slot = size_t((a - blk.t0) * width + (i - w0));
-            if (count[slot]++ == 0)
-              acc[slot] =
-                  use_init_val ? Op::load(base[a * l.axis_stride + l.inner_at(i)]) : Op::identity();
-            acc[slot] = Op::combine(acc[slot], upd[row + i]);
+            Slot& slot = slots[size_t((a - blk.t0) * width + (i - w0))];
+            if (slot.count++ == 0 && !dense) slot.acc = start(a, i);
+            slot.acc = Op::combine(slot.acc, upd[row + i]);
           }
-        for (int64_t j = 0; j < l.along; ++j)
-          for (int64_t i = w0, row = (blk.o * l.along + j) * l.inner; i < w1; ++i) {
-            const int64_t a = wrap_index(idx[row + i], l.axis_size);
-            if (!blk.owns(a)) continue;
-            const size_t slot = size_t((a - blk.t0) * width + (i - w0));
-            if (count[slot] == 0) continue;  // already finalised
-            base[a * l.axis_stride + l.inner_at(i)] =
-                Op::store(acc[slot], count[slot] + (use_init_val ? 1 : 0));
-            count[slot] = 0;
-          }
+        auto finalize = [&](int64_t a, int64_t i) {
+          Slot& slot = slots[size_t((a - blk.t0) * width + (i - w0))];
+          if (slot.count == 0) return;  // untouched, or already finalised
+          base[a * l.axis_stride + l.inner_at(i)] =
+              Op::store(slot.acc, int64_t(slot.count) + (use_init_val ? 1 : 0));
+          slot.count = 0;
+        };
+        if (dense) {
+          for (int64_t a = blk.t0; a < blk.t1; ++a)
+            for (int64_t i = w0; i < w1; ++i) finalize(a, i);
+        } else {
+          for (int64_t j = 0; j < l.along; ++j)
+            for (int64_t i = w0, row = (blk.o * l.along + j) * l.inner; i < w1; ++i) {
+              const int64_t a = wrap_index(idx[row + i], l.axis_size);
+              if (blk.owns(a)) finalize(a, i);
+            }
+        }
       }
     }
   });
@@ -236,6 +255,9 @@ inline void scatter_elements_update(const TensorRef& data, const IndexRef& indic
                                 " exceeds data shape " + format_shape(data.shape) + " at axis " +
                                 std::to_string(d));
   const int64_t n = numel(indices.shape);
+  // Reductions count the updates of each target in 32 bits.
+  if (reduction != Reduction::kNone && indices.shape[size_t(axis)] >= int64_t(UINT32_MAX) - 1)
+    throw_value_error(op, "reductions support at most 4294967293 updates along the axis");
   if (n != 0 && out == nullptr) throw_value_error(op, "out is a null pointer");
 
   visit_index(indices.type, [&](auto tag) {
