@@ -1,0 +1,175 @@
+// Shared pieces of the scatterkit microbenchmarks (one binary per op):
+// fixed-seed data, the traffic model behind bytes_processed, the thread-count
+// arguments, and the memcpy floor each op is measured against.
+//
+// Workloads are the canonical ones of issue 3 (bench/README.md lists them).
+// Each is built on first use and kept for the life of the process, so a
+// benchmark's repetitions and iteration-count probes never allocate or fill
+// gigabytes again; outputs are written once before timing so that no page
+// fault is timed.
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "scatterkit/scatterkit.hpp"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace scatterkit {
+namespace bench {
+
+// Every workload draws from its own stream of this seed (the stream id is the
+// second argument of the generators below), so results never depend on the
+// order in which benchmarks run.
+constexpr uint64_t kSeed = 3;
+
+// SplitMix64: a tiny, fast, well-mixed generator; good enough for benchmark data.
+class Rng {
+ public:
+  Rng(uint64_t seed, uint64_t stream) : state_(seed * 0x9e3779b97f4a7c15ull + stream) {}
+
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+
+  // Uniform in [0, bound); the modulo bias is below 2^-40 for our bounds.
+  int64_t below(int64_t bound) { return int64_t(next() % uint64_t(bound)); }
+
+  // Uniform in [0, 1), 24 random bits.
+  float unit() { return float(next() >> 40) * (1.0f / 16777216.0f); }
+
+ private:
+  uint64_t state_;
+};
+
+inline int64_t count(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+template <class T>
+T from_float(float f) {
+  if constexpr (std::is_same_v<T, float16>)
+    return to_float16(f);
+  else
+    return T(f);
+}
+
+// n values uniform in [0, 1), stored as T.
+template <class T>
+std::vector<T> random_values(int64_t n, uint64_t stream) {
+  Rng rng(kSeed, stream);
+  std::vector<T> v(static_cast<size_t>(n));
+  for (T& x : v) x = from_float<T>(rng.unit());
+  return v;
+}
+
+// n indices uniform in [0, bound).
+inline std::vector<int64_t> random_indices(int64_t n, int64_t bound, uint64_t stream) {
+  Rng rng(kSeed, stream);
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (int64_t& x : v) x = rng.below(bound);
+  return v;
+}
+
+// The same index values in another integer type (they must fit).
+template <class I>
+std::vector<I> cast_indices(const std::vector<int64_t>& v) {
+  return std::vector<I>(v.begin(), v.end());
+}
+
+// Number of distinct keys in [0, bound).
+inline int64_t count_distinct(const std::vector<int64_t>& keys, int64_t bound) {
+  std::vector<bool> seen(size_t(bound), false);
+  int64_t distinct = 0;
+  for (int64_t k : keys)
+    if (!seen[size_t(k)]) {
+      seen[size_t(k)] = true;
+      ++distinct;
+    }
+  return distinct;
+}
+
+// Bytes an op must move at least (DESIGN.md section 5), the numerator of
+// bytes_per_second. `needed_updates` is the part of updates that reaches the
+// output: one update per distinct target for reduction none (duplicates lose),
+// all of them for a reduction.
+//   out of place: read data + write out + indices + needed updates
+//   in place:     indices + read needed updates + write their targets
+// The memcpy floor moves 2 * data bytes, so equal GB/s means "at the floor".
+inline int64_t traffic_out_of_place(int64_t data_bytes, int64_t index_bytes,
+                                    int64_t needed_update_bytes) {
+  return 2 * data_bytes + index_bytes + needed_update_bytes;
+}
+
+inline int64_t traffic_in_place(int64_t index_bytes, int64_t needed_update_bytes) {
+  return index_bytes + 2 * needed_update_bytes;
+}
+
+// The benchmark's only argument: the thread count given to scatterkit.
+inline void thread_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"threads"})->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+}
+
+inline int threads_arg(const benchmark::State& state) { return int(state.range(0)); }
+
+// Times `op` (one call per iteration) at the thread count of the benchmark's
+// argument; `out` is the buffer the op writes.
+template <class Op>
+void run_op(benchmark::State& state, int64_t traffic_bytes, void* out, Op&& op) {
+  set_num_threads(threads_arg(state));
+  op();  // warm: faults in pages, starts the OpenMP pool
+  for (auto _ : state) {
+    op();
+    benchmark::DoNotOptimize(out);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * traffic_bytes);
+  state.counters["MB_moved"] = double(traffic_bytes) / 1e6;
+}
+
+// The floor of every out-of-place op: one copy of data. Contiguous blocks,
+// one per thread, as a parallel memcpy would do it.
+inline void copy_blocks(void* dst, const void* src, int64_t bytes, int threads) {
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int64_t begin = bytes * t / nt, end = bytes * (t + 1) / nt;
+    std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin,
+                size_t(end - begin));
+  }
+#else
+  (void)threads;
+  std::memcpy(dst, src, size_t(bytes));
+#endif
+}
+
+// memcpy of `bytes` from src to dst at the benchmark's thread count.
+inline void run_memcpy_floor(benchmark::State& state, void* dst, const void* src, int64_t bytes) {
+  const int threads = threads_arg(state);
+  copy_blocks(dst, src, bytes, threads);
+  for (auto _ : state) {
+    copy_blocks(dst, src, bytes, threads);
+    benchmark::DoNotOptimize(dst);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * 2 * bytes);
+  state.counters["MB_moved"] = double(2 * bytes) / 1e6;
+}
+
+}  // namespace bench
+}  // namespace scatterkit

@@ -1,0 +1,159 @@
+// ScatterElementsUpdate-12 microbenchmarks.
+//
+// W2: data [1000, 256, 7, 7], indices and updates [125, 20, 7, 6], axis 0,
+//     reduction none; out of place and in place (out = data).
+// W3: the same with reduction sum, max and mean (use_init_val true).
+// W2 and W3 also with float16 data and int32 indices (same index values).
+// W6 (histogram): data float32 [1'000'000] zeros, 10'000'000 random indices,
+//     axis 0, reduction sum and max.
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "bench_common.hpp"
+
+namespace {
+
+namespace sk = scatterkit;
+namespace sb = scatterkit::bench;
+using sk::Reduction;
+
+enum class Placement { kOutOfPlace, kInPlace };
+
+// Flat data offset of every position of indices (C order): the element it targets.
+std::vector<int64_t> element_targets(const sk::Shape& data, const sk::Shape& idx,
+                                     const std::vector<int64_t>& values, size_t axis) {
+  const size_t rank = data.size();
+  sk::Shape strides(rank, 1);
+  for (size_t d = rank - 1; d-- > 0;) strides[d] = strides[d + 1] * data[d + 1];
+  std::vector<int64_t> targets(values.size());
+  sk::Shape pos(rank, 0);
+  for (size_t p = 0; p < values.size(); ++p) {
+    int64_t off = 0;
+    for (size_t d = 0; d < rank; ++d) off += (d == axis ? values[p] : pos[d]) * strides[d];
+    targets[p] = off;
+    for (size_t d = rank; d-- > 0;) {  // next position of indices in C order
+      if (++pos[d] < idx[d]) break;
+      pos[d] = 0;
+    }
+  }
+  return targets;
+}
+
+template <class T, class I>
+struct ElementsCase {
+  sk::Shape data_shape, index_shape;
+  size_t axis = 0;
+  std::vector<T> data, updates, out, work;  // work: the in-place target
+  std::vector<I> indices;
+  int64_t data_bytes = 0, index_bytes = 0, update_bytes = 0;
+  int64_t distinct_bytes = 0;  // updates that survive reduction none
+
+  ElementsCase(sk::Shape d, sk::Shape i, size_t ax, bool zero_data, uint64_t stream)
+      : data_shape(std::move(d)), index_shape(std::move(i)), axis(ax) {
+    const int64_t n = sb::count(index_shape);
+    const std::vector<int64_t> values = sb::random_indices(n, data_shape[axis], stream + 1);
+    indices = sb::cast_indices<I>(values);
+    updates = sb::random_values<T>(n, stream + 2);
+    data = zero_data ? std::vector<T>(size_t(sb::count(data_shape)))
+                     : sb::random_values<T>(sb::count(data_shape), stream);
+    out.assign(data.size(), T{});
+    data_bytes = int64_t(data.size() * sizeof(T));
+    index_bytes = n * int64_t(sizeof(I));
+    update_bytes = n * int64_t(sizeof(T));
+    const int64_t distinct = sb::count_distinct(
+        element_targets(data_shape, index_shape, values, axis), sb::count(data_shape));
+    distinct_bytes = distinct * int64_t(sizeof(T));
+  }
+
+  int64_t traffic(Reduction r, Placement p) const {
+    const int64_t needed = r == Reduction::kNone ? distinct_bytes : update_bytes;
+    return p == Placement::kInPlace ? sb::traffic_in_place(index_bytes, needed)
+                                    : sb::traffic_out_of_place(data_bytes, index_bytes, needed);
+  }
+};
+
+// W2/W3 share their data: one case per (data type, index type).
+template <class T, class I>
+ElementsCase<T, I>& w2() {
+  static ElementsCase<T, I> c({1000, 256, 7, 7}, {125, 20, 7, 6}, 0, false, 20);
+  return c;
+}
+
+ElementsCase<float, int64_t>& w6() {
+  static ElementsCase<float, int64_t> c({1'000'000}, {10'000'000}, 0, true, 60);
+  return c;
+}
+
+template <class T, class I>
+void run_elements(benchmark::State& state, ElementsCase<T, I>& c, Reduction reduction,
+                  Placement placement) {
+  const bool in_place = placement == Placement::kInPlace;
+  // 'none' is idempotent, so every iteration in place sees the same work. The
+  // buffer keeps its capacity between runs: no allocation after the first.
+  if (in_place) c.work.assign(c.data.begin(), c.data.end());
+  T* dst = in_place ? c.work.data() : c.out.data();
+  const sk::TensorView<const T> data{in_place ? dst : c.data.data(), c.data_shape};
+  const sk::TensorView<const I> indices{c.indices.data(), c.index_shape};
+  const sk::TensorView<const T> updates{c.updates.data(), c.index_shape};
+  const sk::TensorView<T> out{dst, c.data_shape};
+  const int64_t axis = int64_t(c.axis);
+  sb::run_op(state, c.traffic(reduction, placement), dst, [&] {
+    sk::scatter_elements_update<T, I>(data, indices, updates, axis, out, reduction, true);
+  });
+}
+
+void W2_f32_i64(benchmark::State& state, Placement placement) {
+  run_elements(state, w2<float, int64_t>(), Reduction::kNone, placement);
+}
+
+void W2_f16_i32(benchmark::State& state, Placement placement) {
+  run_elements(state, w2<sk::float16, int32_t>(), Reduction::kNone, placement);
+}
+
+void W3_f32_i64(benchmark::State& state, Reduction reduction) {
+  run_elements(state, w2<float, int64_t>(), reduction, Placement::kOutOfPlace);
+}
+
+void W3_f16_i32(benchmark::State& state, Reduction reduction) {
+  run_elements(state, w2<sk::float16, int32_t>(), reduction, Placement::kOutOfPlace);
+}
+
+void W6_f32_i64(benchmark::State& state, Reduction reduction) {
+  run_elements(state, w6(), reduction, Placement::kOutOfPlace);
+}
+
+// Floors: one copy of each data tensor.
+void memcpy_floor_W2_f32(benchmark::State& state) {
+  auto& c = w2<float, int64_t>();
+  sb::run_memcpy_floor(state, c.out.data(), c.data.data(), c.data_bytes);
+}
+
+void memcpy_floor_W2_f16(benchmark::State& state) {
+  auto& c = w2<sk::float16, int32_t>();
+  sb::run_memcpy_floor(state, c.out.data(), c.data.data(), c.data_bytes);
+}
+
+void memcpy_floor_W6(benchmark::State& state) {
+  auto& c = w6();
+  sb::run_memcpy_floor(state, c.out.data(), c.data.data(), c.data_bytes);
+}
+
+}  // namespace
+
+BENCHMARK(memcpy_floor_W2_f32)->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(W2_f32_i64, none, Placement::kOutOfPlace)->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(W2_f32_i64, none_in_place, Placement::kInPlace)->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(W3_f32_i64, sum, Reduction::kSum)->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(W3_f32_i64, max, Reduction::kMax)->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(W3_f32_i64, mean, Reduction::kMean)->Apply(sb::thread_args);
+
+BENCHMARK(memcpy_floor_W2_f16)->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(W2_f16_i32, none, Placement::kOutOfPlace)->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(W3_f16_i32, sum, Reduction::kSum)->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(W3_f16_i32, max, Reduction::kMax)->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(W3_f16_i32, mean, Reduction::kMean)->Apply(sb::thread_args);
+
+BENCHMARK(memcpy_floor_W6)->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(W6_f32_i64, sum, Reduction::kSum)->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(W6_f32_i64, max, Reduction::kMax)->Apply(sb::thread_args);

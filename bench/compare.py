@@ -1,0 +1,1029 @@
+#!/usr/bin/env python3
+"""Compare scatterkit with its peers on the canonical workloads of issue 3.
+
+Peers: OpenVINO's CPU plugin, PyTorch (CPU), ONNX Runtime and NumPy; each one that is
+installed. Everything runs in one process: per workload and thread count, one warm-up call
+per implementation (its output is checked against scatterkit's), then repeats in
+round-robin order, rotated every round, so that noise from a loaded machine hits every
+implementation alike. Prints medians and writes RESULTS.md and results.png.
+
+    python bench/compare.py                        # every workload at 1 and 2 threads
+    python bench/compare.py --quick                # small shapes: a smoke run in seconds
+    python bench/compare.py --workloads W2,W3 --threads 2 --repeats 5
+
+bench/README.md explains the workloads, the peers' formulations and how to read the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib.metadata
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+# Imported before any peer: scatterkit sets OMP_WAIT_POLICY=PASSIVE unless it is set already,
+# and every OpenMP runtime loaded after it (PyTorch bundles its own) then waits the same way.
+import scatterkit as sk
+
+# What this process runs, recorded before anyone can reinstall the package under it.
+SK_BUILD = (
+    f"{Path(sk.__file__).parent}, extension built "
+    f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(os.path.getmtime(sk._core.__file__)))}"
+)
+SEED = 3
+HERE = Path(__file__).resolve().parent
+IMPLS = ["floor", "scatterkit", "scatterkit out=", "OpenVINO", "PyTorch", "ONNX Runtime", "NumPy"]
+PEERS = ["OpenVINO", "PyTorch", "ONNX Runtime", "NumPy"]
+# Above this many input bytes, peers run one at a time (each interleaved with the floor and
+# scatterkit) and are freed in between: their copies of W1's 1.5 GB updates add up.
+SERIAL_PEER_BYTES = 1 << 30
+# Tolerances for reductions whose float additions a peer may order differently.
+RTOL = {"float32": 1e-5, "float16": 5e-3}
+ATOL = {"float32": 1e-6, "float16": 1e-3}
+
+
+# --- workloads -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str  # "W3 sum f16/i32"
+    group: str  # "W3"
+    op: str  # "update", "elements", "nd" or "slice"
+    family: str  # workloads of one family share their arrays
+    reduction: str = "none"
+    in_place: bool = False
+    dtype: str = "float32"
+    index_dtype: str = "int64"
+
+
+def canonical_workloads() -> list[Workload]:
+    f16 = {"dtype": "float16", "index_dtype": "int32"}
+    w = [
+        Workload("W1", "W1", "update", "W1"),
+        Workload("W2", "W2", "elements", "W2"),
+        Workload("W2 in-place", "W2", "elements", "W2", in_place=True),
+        Workload("W2 f16/i32", "W2", "elements", "W2", **f16),
+    ]
+    for red in ("sum", "max", "mean"):
+        w.append(Workload(f"W3 {red}", "W3", "elements", "W2", reduction=red))
+    for red in ("sum", "max", "mean"):
+        w.append(Workload(f"W3 {red} f16/i32", "W3", "elements", "W2", reduction=red, **f16))
+    w += [
+        Workload("W4", "W4", "nd", "W4"),
+        Workload("W4 in-place", "W4", "nd", "W4", in_place=True),
+        Workload("W5", "W5", "slice", "W5"),
+        Workload("W6 sum", "W6", "elements", "W6", reduction="sum"),
+        Workload("W6 max", "W6", "elements", "W6", reduction="max"),
+    ]
+    return w
+
+
+@dataclass
+class Case:
+    """The arrays of one workload family, and what the checks and GB/s need from them."""
+
+    data: np.ndarray
+    indices: np.ndarray | None
+    updates: np.ndarray
+    axis: int
+    slice: tuple[int, int, int] | None = None  # start, stop, step
+    numpy_key: Any = None  # the NumPy index expression that addresses the targets
+    dup_mask: np.ndarray | None = None  # True where several updates hit one element
+    distinct: int = 0  # elements of data hit by at least one update
+    pristine: tuple[int, ...] = ()  # fingerprint of the inputs as made
+
+    def __post_init__(self) -> None:
+        self.pristine = self.fingerprint()
+
+    def fingerprint(self) -> tuple[int, ...]:
+        """Cheap checksums of the inputs: no implementation may write into them."""
+        arrays = (self.data, self.indices, self.updates)
+        return tuple(
+            int(a.reshape(-1).view(np.uint8)[: a.nbytes // 8 * 8].view(np.uint64).sum())
+            for a in arrays
+            if a is not None
+        )
+
+
+def family_shapes(family: str, quick: bool) -> dict[str, Any]:
+    outer = 100 if quick else 1000
+    if family == "W1":
+        n = 20 if quick else 1000
+        return {"data": (n, 256, 10, 15), "indices": (125, 20), "axis": 1}
+    if family == "W2":
+        return {"data": (outer, 256, 7, 7), "indices": (125, 20, 7, 6), "axis": 0}
+    if family == "W4":
+        return {"data": (outer, 256, 10, 15), "indices": (25, 125, 3), "axis": 0}
+    if family == "W5":
+        return {"data": (outer, 256, 10, 15), "slice": (0, 256, 2), "axis": 1}
+    if family == "W6":
+        n = 100_000 if quick else 1_000_000
+        return {"data": (n,), "indices": (10 * n,), "axis": 0, "zeros": True}
+    raise ValueError(family)
+
+
+def rng_for(family: str, stream: int) -> np.random.Generator:
+    return np.random.default_rng([SEED, int(family[1:]), stream])
+
+
+def make_case(w: Workload, quick: bool) -> Case:
+    s = family_shapes(w.family, quick)
+    dtype, axis = np.dtype(w.dtype), s["axis"]
+    data_shape = s["data"]
+    if s.get("zeros"):
+        data = np.zeros(data_shape, dtype)
+    else:
+        data = rng_for(w.family, 0).random(data_shape, dtype=np.float32).astype(dtype, copy=False)
+    rng = rng_for(w.family, 1)
+    if w.op == "slice":
+        start, stop, step = s["slice"]
+        upd_shape = list(data_shape)
+        upd_shape[axis] = len(range(start, stop, step))
+        updates = rng.random(upd_shape, dtype=np.float32).astype(dtype, copy=False)
+        key = (slice(None),) * axis + (slice(start, stop, step),)
+        return Case(data, None, updates, axis, s["slice"], key, None, updates.size)
+    idx_shape = s["indices"]
+    if w.op == "nd":
+        k = idx_shape[-1]
+        cols = [rng.integers(0, data_shape[j], idx_shape[:-1]) for j in range(k)]
+        indices = np.stack(cols, axis=-1)
+    else:
+        indices = rng.integers(0, data_shape[axis], idx_shape)
+    indices = indices.astype(w.index_dtype)
+    rank = len(data_shape)
+    if w.op == "update":
+        upd_shape = data_shape[:axis] + idx_shape + data_shape[axis + 1 :]
+        key = (slice(None),) * axis + (indices,)
+        counts = np.bincount(indices.reshape(-1), minlength=data_shape[axis])
+        mask = (counts >= 2).reshape((1,) * axis + (-1,) + (1,) * (rank - axis - 1))
+        per_target = data.size // data_shape[axis]
+        distinct = int(np.count_nonzero(counts)) * per_target
+    elif w.op == "elements":
+        upd_shape = idx_shape
+        key = tuple(
+            indices if d == axis else np.arange(n).reshape((1,) * d + (n,) + (1,) * (rank - d - 1))
+            for d, n in enumerate(idx_shape)
+        )
+        flat = np.ravel_multi_index(np.broadcast_arrays(*key), data_shape)
+        counts = np.bincount(flat.reshape(-1), minlength=data.size)
+        mask = (counts >= 2).reshape(data_shape)
+        distinct = int(np.count_nonzero(counts))
+    else:  # nd
+        k = idx_shape[-1]
+        upd_shape = idx_shape[:-1] + data_shape[k:]
+        key = tuple(indices[..., j] for j in range(k))
+        slabs = np.ravel_multi_index(key, data_shape[:k])
+        counts = np.bincount(slabs.reshape(-1), minlength=int(np.prod(data_shape[:k])))
+        mask = (counts >= 2).reshape(data_shape[:k] + (1,) * (rank - k))
+        distinct = int(np.count_nonzero(counts)) * int(np.prod(data_shape[k:]))
+    updates = rng_for(w.family, 2).random(upd_shape, dtype=np.float32).astype(dtype, copy=False)
+    return Case(data, indices, updates, axis, None, key, mask, distinct)
+
+
+def traffic_bytes(w: Workload, c: Case) -> int:
+    """Bytes the op must move at least (bench/README.md; the same model as the C++ benches).
+
+    Out of place: read data + write the output + indices + the updates that reach the output
+    (one per distinct target for 'none', all of them for a reduction). In place: indices +
+    read those updates + write their targets. The memcpy floor moves 2 * data bytes.
+    """
+    index_bytes = 0 if c.indices is None else c.indices.nbytes
+    needed = c.distinct * c.data.itemsize if w.reduction == "none" else c.updates.nbytes
+    if w.in_place:
+        return index_bytes + 2 * needed
+    return 2 * c.data.nbytes + index_bytes + needed
+
+
+# --- implementations -----------------------------------------------------------------------
+#
+# setup_<impl>(w, c, threads) returns a zero-argument callable that runs the op once and
+# returns its output (anything np.asarray accepts), or a string saying why the
+# implementation cannot express the workload ("n/a"). Setup (model compilation, index
+# reshaping, working copies) is never timed.
+
+
+class NotAvailable(str):
+    pass
+
+
+def setup_floor(w: Workload, c: Case, threads: int):
+    out = np.zeros_like(c.data)
+
+    def run():
+        np.copyto(out, c.data)
+        return out
+
+    return run
+
+
+def sk_call(w: Workload, c: Case, data: np.ndarray, out: np.ndarray | None):
+    if w.op == "update":
+        return sk.scatter_update(data, c.indices, c.updates, c.axis, out=out)
+    if w.op == "elements":
+        return sk.scatter_elements_update(
+            data, c.indices, c.updates, c.axis, reduction=w.reduction, out=out
+        )
+    if w.op == "nd":
+        return sk.scatter_nd_update(data, c.indices, c.updates, out=out)
+    start, stop, step = c.slice
+    return sk.slice_scatter(data, c.updates, start, stop, step, c.axis, out=out)
+
+
+def setup_scatterkit(w: Workload, c: Case, threads: int):
+    """What a user writes: a new array per call (in place: out=data)."""
+    if w.in_place:
+        work = c.data.copy()
+        return lambda: sk_call(w, c, work, work)
+    return lambda: sk_call(w, c, c.data, None)
+
+
+def setup_scatterkit_out(w: Workload, c: Case, threads: int):
+    """Into a preallocated output, as the floor writes into one."""
+    if w.in_place:
+        return NotAvailable("in place: the scatterkit row")
+    out = np.zeros_like(c.data)
+    return lambda: sk_call(w, c, c.data, out)
+
+
+def setup_numpy(w: Workload, c: Case, threads: int):
+    key, upd = c.numpy_key, c.updates
+    if w.reduction == "none":
+
+        def apply(out):
+            out[key] = upd
+    elif w.reduction == "sum":
+
+        def apply(out):
+            np.add.at(out, key, upd)
+    elif w.reduction == "max":
+
+        def apply(out):
+            np.maximum.at(out, key, upd)
+    else:  # mean with the initial value: (data + sum) / (1 + count)
+
+        def apply(out):
+            np.add.at(out, key, upd)
+            count = np.ones_like(out)
+            np.add.at(count, key, 1)
+            np.divide(out, count, out=out)
+
+    if w.in_place:
+        work = c.data.copy()
+
+        def run_in_place():
+            apply(work)
+            return work
+
+        return run_in_place
+
+    def run():
+        out = c.data.copy()
+        apply(out)
+        return out
+
+    return run
+
+
+def setup_torch(w: Workload, c: Case, threads: int):
+    import torch
+
+    data, upd, axis = torch.from_numpy(c.data), torch.from_numpy(c.updates), c.axis
+    if w.op == "update":
+        idx = torch.from_numpy(c.indices.reshape(-1).astype(np.int64, copy=False))
+        shape = (*c.data.shape[:axis], idx.numel(), *c.data.shape[axis + 1 :])
+        src = upd.reshape(shape)
+
+        def apply(t):
+            t.index_copy_(axis, idx, src)
+    elif w.op == "elements":
+        idx = torch.from_numpy(c.indices)
+        if w.reduction == "none":
+
+            def apply(t):
+                t.scatter_(axis, idx, upd)
+        else:
+            how = {"sum": "sum", "max": "amax", "mean": "mean"}[w.reduction]
+
+            def apply(t):
+                t.scatter_reduce_(axis, idx, upd, how, include_self=True)
+    elif w.op == "nd":
+        key = tuple(torch.from_numpy(np.ascontiguousarray(k)) for k in c.numpy_key)
+
+        def apply(t):
+            t.index_put_(key, upd)
+    else:
+        key = c.numpy_key
+
+        def apply(t):
+            t[key] = upd
+
+    if w.in_place:
+        work = data.clone()
+
+        def run_in_place():
+            apply(work)
+            return work.numpy()
+
+        return run_in_place
+
+    def run():  # out of place: clone + in-place op, what a user writes
+        t = data.clone()
+        apply(t)
+        return t.numpy()
+
+    return run
+
+
+def nd_indices_for(w: Workload, c: Case) -> np.ndarray:
+    """ScatterND index tuples addressing what ScatterUpdate / a strided slice addresses."""
+    axis = c.axis
+    if w.op == "update":
+        last = c.indices.astype(np.int64)
+    else:
+        start, stop, step = c.slice
+        last = np.arange(start, stop, step, dtype=np.int64)
+    lead = c.data.shape[:axis]
+    grids = [
+        np.arange(n, dtype=np.int64).reshape((n,) + (1,) * (len(lead) - d - 1 + last.ndim))
+        for d, n in enumerate(lead)
+    ]
+    parts = np.broadcast_arrays(*grids, last.reshape((1,) * len(lead) + last.shape))
+    return np.stack(parts, axis=-1)
+
+
+def setup_ort(w: Workload, c: Case, threads: int):
+    import onnx
+    import onnxruntime as ort
+    from onnx import helper
+
+    if w.in_place:
+        return NotAvailable("no in-place API")
+    if w.reduction == "mean":
+        return NotAvailable("ScatterElements has no mean")
+    if w.op == "elements":
+        node = helper.make_node(
+            "ScatterElements",
+            ["data", "indices", "updates"],
+            ["out"],
+            axis=c.axis,
+            reduction={"none": "none", "sum": "add", "max": "max"}[w.reduction],
+        )
+        indices, updates = c.indices, c.updates
+    else:  # ScatterND; ScatterUpdate and SliceScatter as exporters write them
+        node = helper.make_node("ScatterND", ["data", "indices", "updates"], ["out"])
+        indices = c.indices if w.op == "nd" else nd_indices_for(w, c)
+        updates = c.updates
+    elem = helper.np_dtype_to_tensor_dtype
+    graph = helper.make_graph(
+        [node],
+        w.name,
+        [
+            helper.make_tensor_value_info("data", elem(c.data.dtype), c.data.shape),
+            helper.make_tensor_value_info("indices", elem(indices.dtype), indices.shape),
+            helper.make_tensor_value_info("updates", elem(updates.dtype), updates.shape),
+        ],
+        [helper.make_tensor_value_info("out", elem(c.data.dtype), c.data.shape)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
+    onnx.checker.check_model(model)
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    opts.log_severity_level = 4
+    # Spinning workers would steal the core from whatever is timed next in the round robin.
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    feeds = {"data": c.data, "indices": indices, "updates": updates}
+    return lambda: sess.run(None, feeds)[0]
+
+
+def setup_openvino(w: Workload, c: Case, threads: int):
+    import openvino as ov
+    import openvino.opset3 as ops3
+    import openvino.opset12 as ops12
+    import openvino.opset15 as ops15
+
+    if w.in_place:
+        return NotAvailable("no in-place API")
+    types = {"float32": ov.Type.f32, "float16": ov.Type.f16, "int32": ov.Type.i32}
+    types["int64"] = ov.Type.i64
+    data = ops15.parameter(list(c.data.shape), types[str(c.data.dtype)], name="data")
+    upd = ops15.parameter(list(c.updates.shape), types[str(c.updates.dtype)], name="updates")
+    params, feeds = [data], [c.data]
+    if c.indices is not None:
+        idx = ops15.parameter(list(c.indices.shape), types[str(c.indices.dtype)], name="indices")
+        params.append(idx)
+        feeds.append(c.indices)
+    params.append(upd)
+    feeds.append(c.updates)
+    axis = ops15.constant(np.int64(c.axis))
+    if w.op == "update":
+        node = ops3.scatter_update(data, idx, upd, axis)
+    elif w.op == "elements":
+        node = ops12.scatter_elements_update(data, idx, upd, axis, w.reduction, True)
+    elif w.op == "nd":
+        node = ops15.scatter_nd_update(data, idx, upd, "none")
+    else:
+        start, stop, step = (np.array([v], np.int64) for v in c.slice)
+        node = ops15.slice_scatter(data, upd, start, stop, step, np.array([c.axis], np.int64))
+    model = ov.Model([node.output(0)], params, w.name)
+    config = {
+        "INFERENCE_NUM_THREADS": threads,
+        "NUM_STREAMS": 1,
+        "PERFORMANCE_HINT": "LATENCY",
+        "INFERENCE_PRECISION_HINT": "f32",
+        # Pinned plugin threads would skew every other implementation timed in this process.
+        "ENABLE_CPU_PINNING": False,
+    }
+    compiled = ov.Core().compile_model(model, "CPU", config)
+    request = compiled.create_infer_request()
+
+    def run():
+        # Zero-copy in and out: OpenVINO's fastest path. Its output buffer is reused.
+        return request.infer(feeds, share_inputs=True, share_outputs=True)[0]
+
+    return run
+
+
+SETUP: dict[str, Callable] = {
+    "floor": setup_floor,
+    "scatterkit": setup_scatterkit,
+    "scatterkit out=": setup_scatterkit_out,
+    "OpenVINO": setup_openvino,
+    "PyTorch": setup_torch,
+    "ONNX Runtime": setup_ort,
+    "NumPy": setup_numpy,
+}
+PEER_MODULES = {
+    "OpenVINO": ["openvino"],
+    "PyTorch": ["torch"],
+    "ONNX Runtime": ["onnxruntime", "onnx"],
+    "NumPy": ["numpy"],
+}
+# Peers whose result for duplicate targets without a reduction is documented as undefined.
+UNORDERED_DUPLICATES = {"OpenVINO", "PyTorch", "ONNX Runtime"}
+
+
+def available_peers() -> tuple[list[str], dict[str, str]]:
+    found, missing = [], {}
+    for peer, modules in PEER_MODULES.items():
+        try:
+            for m in modules:
+                __import__(m)
+            found.append(peer)
+        except ImportError as e:
+            missing[peer] = f"not installed ({e.name})"
+    return found, missing
+
+
+# --- checks --------------------------------------------------------------------------------
+
+
+def check_output(w: Workload, c: Case, impl: str, ref: np.ndarray, got: np.ndarray) -> str:
+    """How `got` compares with scatterkit's `ref`: '=', '≈ …', '= off dups …' or 'MISMATCH …'."""
+    if got.shape != ref.shape or got.dtype != ref.dtype:
+        return f"MISMATCH: {got.dtype}{got.shape} vs {ref.dtype}{ref.shape}"
+    equal = (got == ref) | (np.isnan(got) & np.isnan(ref))
+    if equal.all():
+        return "="
+    if w.reduction in ("sum", "mean"):  # float addition order may differ
+        a, b = got.astype(np.float64), ref.astype(np.float64)
+        rel = float(np.max(np.abs(a - b) / np.maximum(np.abs(b), ATOL[w.dtype])))
+        if np.allclose(a, b, rtol=RTOL[w.dtype], atol=ATOL[w.dtype]):
+            return f"≈ (max rel diff {rel:.1e})"
+        return f"MISMATCH: max rel diff {rel:.1e}"
+    differ = ~equal
+    if w.reduction == "none" and c.dup_mask is not None:
+        off_dups = differ & ~c.dup_mask
+        if not off_dups.any():
+            why = "undefined order" if impl in UNORDERED_DUPLICATES else "order differs"
+            return f"= off dups ({int(differ.sum())} dup elements differ: {why})"
+        differ = off_dups
+    first = tuple(int(i) for i in np.argwhere(differ)[0])
+    return (
+        f"MISMATCH: {int(differ.sum())} elements differ, first at {first}: "
+        f"{got[first]!r} vs scatterkit {ref[first]!r}"
+    )
+
+
+# --- measurement ---------------------------------------------------------------------------
+
+
+@dataclass
+class Cell:
+    samples: list[float] = field(default_factory=list)
+    note: str = ""  # 'n/a' reason, or where the number comes from
+    check: str = ""
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.samples) if self.samples else None
+
+
+def failure_note(e: Exception) -> str:
+    """A one-line reason from a peer's exception (ORT's is after 'Status Message:')."""
+    text = str(e).split("Status Message:", 1)[-1].strip()
+    first = text.splitlines()[0] if text else ""
+    return f"{type(e).__name__}: {first[:150]}"
+
+
+def measure_block(
+    w: Workload,
+    c: Case,
+    threads: int,
+    impls: list[str],
+    cells: dict[str, Cell],
+    ref: dict[str, np.ndarray],
+    repeats: int,
+    budget: float,
+) -> None:
+    """Warm up, check and time `impls` interleaved; adds samples to `cells`."""
+    runners: dict[str, Callable] = {}
+    quota: dict[str, int] = {}
+    for impl in impls:
+        cell = cells.setdefault(impl, Cell())
+        try:
+            runner = SETUP[impl](w, c, threads)
+        except Exception as e:  # a peer that cannot build this op
+            runner = NotAvailable(failure_note(e))
+        if isinstance(runner, str):
+            cell.note = str(runner)
+            continue
+        t0 = time.perf_counter()
+        try:
+            out = runner()
+        except Exception as e:  # e.g. ORT has no float16 ScatterElements add
+            cell.note = failure_note(e)
+            continue
+        warm = time.perf_counter() - t0
+        got = np.array(out, copy=True)
+        del out
+        if c.fingerprint() != c.pristine:
+            cell.note = "MUTATED its inputs"
+            c.pristine = c.fingerprint()
+        if impl == "scatterkit":
+            ref["scatterkit"] = got
+            cell.check = "reference"
+        elif impl != "floor" and not cell.check:
+            base = ref.get("scatterkit")
+            cell.check = "?" if base is None else check_output(w, c, impl, base, got)
+        del got
+        runners[impl] = runner
+        quota[impl] = max(3, min(repeats, int(budget / max(warm, 1e-9))))
+    names = list(runners)
+    gc.collect()
+    gc.disable()
+    try:
+        for r in range(max(quota.values(), default=0)):
+            order = names[r % len(names) :] + names[: r % len(names)]
+            for impl in order:
+                if r >= quota[impl]:
+                    continue
+                t0 = time.perf_counter()
+                out = runners[impl]()
+                t1 = time.perf_counter()
+                del out
+                cells[impl].samples.append(t1 - t0)
+    finally:
+        gc.enable()
+    runners.clear()
+    gc.collect()
+
+
+def set_threads(n: int, peers: list[str]) -> None:
+    sk.set_num_threads(n)
+    if "PyTorch" in peers:
+        import torch
+
+        torch.set_num_threads(n)
+
+
+def run_workload(w, c, threads, peers, repeats, budget, sk_reference) -> dict[str, Cell]:
+    cells: dict[str, Cell] = {}
+    ref: dict[str, np.ndarray] = {}
+    own = ["floor", "scatterkit", "scatterkit out="]
+    serial = c.data.nbytes + c.updates.nbytes > SERIAL_PEER_BYTES
+    if serial:  # one peer at a time, each interleaved with the floor and scatterkit
+        for peer in peers or [None]:
+            block = own + ([peer] if peer else [])
+            measure_block(w, c, threads, block, cells, ref, repeats, budget)
+            gc.collect()
+    else:
+        measure_block(w, c, threads, own + peers, cells, ref, repeats, budget)
+    # scatterkit's promise: the same bits at every thread count.
+    mine = ref.get("scatterkit")
+    if mine is not None:
+        first = sk_reference.setdefault(w.name, (threads, mine))
+        if first[0] != threads:
+            same = np.array_equal(first[1], mine, equal_nan=True)
+            cells["scatterkit"].check = (
+                f"reference; same bits as at {first[0]} thread(s)"
+                if same
+                else f"MISMATCH: other bits than at {first[0]} thread(s)"
+            )
+    if serial:
+        for peer in peers:
+            cell = cells[peer]
+            cell.note = "; ".join(s for s in (cell.note, "peers run one at a time") if s)
+    return cells
+
+
+# --- reporting -----------------------------------------------------------------------------
+
+
+def fmt_ms(seconds: float | None) -> str:
+    if seconds is None:
+        return "n/a"
+    ms = seconds * 1e3
+    return f"{ms:.3g}" if ms < 100 else f"{ms:.0f}"
+
+
+def fmt_ratio(x: float | None) -> str:
+    if x is None:
+        return "n/a"
+    return f"{x:.3f}" if x < 10 else f"{x:.1f}"
+
+
+def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
+    ]
+    lines = ["| " + " | ".join(h.ljust(n) for h, n in zip(headers, widths)) + " |"]
+    lines.append("| " + " | ".join("-" * n for n in widths) + " |")
+    lines += ["| " + " | ".join(c.ljust(n) for c, n in zip(r, widths)) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+@dataclass
+class Row:
+    workload: Workload
+    threads: int
+    cells: dict[str, Cell]
+    traffic: int
+
+    def median(self, impl: str) -> float | None:
+        cell = self.cells.get(impl)
+        return cell.median if cell else None
+
+    def best_peer(self) -> tuple[str | None, float | None]:
+        times = {p: self.median(p) for p in PEERS if self.median(p) is not None}
+        if not times:
+            return None, None
+        name = min(times, key=times.__getitem__)
+        return name, times[name]
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a / b
+
+
+def summary_table(rows: list[Row]) -> str:
+    headers = ["workload", "thr", "floor ms", "sk ms", "sk out= ms", "sk GB/s", "sk/floor"]
+    headers += ["out=/floor", "sk/best peer", "best peer", *(f"{p} ms" for p in PEERS)]
+    out = []
+    for row in rows:
+        sk_t, floor = row.median("scatterkit"), row.median("floor")
+        best_name, best = row.best_peer()
+        peer_ms = []
+        for p in PEERS:
+            cell = row.cells.get(p)
+            text = fmt_ms(cell.median if cell else None)
+            if cell and cell.note.startswith("1 thread"):
+                text += " †"
+            peer_ms.append(text)
+        out.append(
+            [
+                row.workload.name,
+                str(row.threads),
+                fmt_ms(floor),
+                fmt_ms(sk_t),
+                fmt_ms(row.median("scatterkit out=")),
+                "n/a" if sk_t is None else f"{row.traffic / sk_t / 1e9:.2f}",
+                fmt_ratio(ratio(sk_t, floor)),
+                fmt_ratio(ratio(row.median("scatterkit out="), floor)),
+                fmt_ratio(ratio(sk_t, best)),
+                best_name or "n/a",
+                *peer_ms,
+            ]
+        )
+    return markdown_table(headers, out)
+
+
+def detail_table(rows: list[Row]) -> str:
+    headers = ["workload", "thr", "implementation", "ms", "GB/s", "x floor", "x best peer"]
+    headers += ["n", "check / note"]
+    out = []
+    for row in rows:
+        floor = row.median("floor")
+        _, best = row.best_peer()
+        for impl in IMPLS:
+            cell = row.cells.get(impl)
+            if cell is None:
+                continue
+            t = cell.median
+            text = "; ".join(s for s in (cell.check, cell.note) if s)
+            out.append(
+                [
+                    row.workload.name,
+                    str(row.threads),
+                    impl,
+                    fmt_ms(t),
+                    "n/a" if t is None else f"{row.traffic / t / 1e9:.2f}",
+                    fmt_ratio(ratio(t, floor)),
+                    fmt_ratio(ratio(t, best)) if impl != "floor" else "",
+                    str(len(cell.samples)),
+                    text,
+                ]
+            )
+    return markdown_table(headers, out)
+
+
+def problems(rows: list[Row]) -> list[str]:
+    found = []
+    for row in rows:
+        for impl, cell in row.cells.items():
+            if "MISMATCH" in cell.check or "MUTATED" in cell.note:
+                what = "; ".join(s for s in (cell.check, cell.note) if s)
+                found.append(f"{row.workload.name}, {row.threads} thread(s), {impl}: {what}")
+    return found
+
+
+def in_place_speedups(rows: list[Row]) -> list[str]:
+    lines = []
+    for row in rows:
+        if not row.workload.in_place:
+            continue
+        base = row.workload.name.replace(" in-place", "")
+        for other in rows:
+            if other.workload.name == base and other.threads == row.threads:
+                s = ratio(other.median("scatterkit"), row.median("scatterkit"))
+                if s is not None:
+                    lines.append(f"{base}, {row.threads} thread(s): in place {s:.1f}x faster")
+    return lines
+
+
+def package_versions() -> dict[str, str]:
+    names = ["scatterkit", "numpy", "torch", "openvino", "onnxruntime", "onnx", "matplotlib"]
+    versions = {"python": platform.python_version()}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def source_revision() -> str:
+    """The commit of the checkout this script is in, '+' if it has uncommitted changes."""
+    try:
+        git = ["git", "-C", str(HERE)]
+        head = subprocess.run(
+            [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            [*git, "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        return head + ("+" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def machine_info() -> dict[str, str]:
+    info = {"cpu": platform.processor() or "?", "logical cpus": str(os.cpu_count())}
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+        models = [
+            ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.startswith("model name")
+        ]
+        if models:
+            info["cpu"] = models[0]
+        flags = next((ln for ln in text.splitlines() if ln.startswith("flags")), "")
+        simd = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile") if f" {f}" in flags]
+        info["simd"] = ", ".join(simd) or "none of avx2/avx512"
+    except OSError:
+        pass
+    try:
+        mem = Path("/proc/meminfo").read_text().split("\n", 1)[0].split()[1]
+        info["memory"] = f"{int(mem) / 2**20:.1f} GiB"
+    except (OSError, IndexError, ValueError):
+        pass
+    info["os"] = f"{platform.system()} {platform.release()}"
+    return info
+
+
+def plot(rows: list[Row], threads: list[int], path: Path) -> str:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "matplotlib not installed: no chart"
+    impls = [i for i in IMPLS if i != "floor"]
+    colors = dict(zip(impls, ["#1b7837", "#7fbf7b", "#762a83", "#e08214", "#2166ac", "#999999"]))
+    fig, axes = plt.subplots(len(threads), 1, figsize=(14, 4.2 * len(threads)), squeeze=False)
+    for ax, t in zip(axes[:, 0], threads):
+        sel = [r for r in rows if r.threads == t]
+        width = 0.8 / len(impls)
+        for k, impl in enumerate(impls):
+            xs, ys = [], []
+            for x, row in enumerate(sel):
+                v = ratio(row.median(impl), row.median("floor"))
+                if v is not None:
+                    xs.append(x + (k - (len(impls) - 1) / 2) * width)
+                    ys.append(v)
+            ax.bar(xs, ys, width, label=impl, color=colors[impl])
+        ax.axhline(1.0, color="black", lw=0.8)
+        ax.axhline(1.15, color="black", lw=0.6, ls="--")
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(sel)))
+        ax.set_xticklabels([r.workload.name for r in sel], rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel("time / memcpy floor (log)")
+        ax.set_title(
+            f"{t} thread(s): median time relative to np.copyto(out, data); lower is better"
+        )
+        ax.grid(axis="y", which="both", alpha=0.3)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, ncol=len(impls), fontsize=9, loc="upper center")
+    fig.tight_layout(rect=(0, 0, 1, 0.96))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return ""
+
+
+def write_results(path: Path, rows, args, peers, missing, started, elapsed, load, rss) -> str:
+    versions = package_versions()
+    info = machine_info()
+    command = "python bench/compare.py " + " ".join(sys.argv[1:])
+    lines = [
+        "# scatterkit vs peers: results",
+        "",
+        f"Generated by `{command.strip()}` on {started} in {elapsed / 60:.1f} min "
+        f"(up to {args.repeats} interleaved repeats, medians; see bench/README.md).",
+        "",
+        "## Machine",
+        "",
+        f"- CPU: {info.get('cpu')} ({info.get('logical cpus')} logical CPUs; {info.get('simd')})",
+        f"- memory: {info.get('memory', '?')}; {info.get('os')}",
+        f"- load average (1 min) at start / end: {load[0]:.2f} / {load[1]:.2f}"
+        " (a shared machine: other work ran during the measurements)",
+        f"- peak resident memory of this run: {rss / 2**30:.1f} GiB",
+        "- versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()),
+        f"- scatterkit imported from {SK_BUILD}; this checkout: {source_revision()}",
+        f"- OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(unset)')} (scatterkit and "
+        "PyTorch's OpenMP); ONNX Runtime spinning off; OpenVINO CPU pinning off",
+        "",
+    ]
+    if missing:
+        lines += ["Skipped: " + "; ".join(f"{p}: {why}" for p, why in missing.items()), ""]
+    bad = problems(rows)
+    lines += [
+        "## Summary",
+        "",
+        "`sk` is scatterkit called as a user writes it (a new array per call; in place:",
+        "`out=data`); `sk out=` writes into a preallocated array, as the floor",
+        "(`np.copyto(out, data)`) does. `sk/floor`, `out=/floor` and `sk/best peer` are ratios",
+        "of medians from the same run (lower is better). † NumPy is single-threaded: its",
+        "1-thread number is repeated.",
+        "",
+        summary_table(rows),
+        "",
+    ]
+    speedups = in_place_speedups(rows)
+    if speedups:
+        lines += ["In place vs out of place (scatterkit): " + "; ".join(speedups) + ".", ""]
+    lines += [
+        "## Correctness",
+        "",
+        "Every implementation's output (from its warm-up call) is compared with scatterkit's "
+        "at the same thread count: `=` bitwise equal; `≈` within "
+        f"rtol {RTOL['float32']:g} (float32) / {RTOL['float16']:g} (float16) for sum and "
+        "mean, whose float additions a peer may order differently; `= off dups` equal "
+        "everywhere but elements hit by several updates without a reduction, where "
+        "OpenVINO, PyTorch and ONNX Runtime leave the order undefined. For scatterkit itself "
+        "the check says whether 2 threads gave the same bits as 1 thread.",
+        "",
+    ]
+    lines += ["Disagreements:", ""] + [f"- {p}" for p in bad] if bad else ["No disagreement found."]
+    lines += ["", "## All implementations", "", detail_table(rows), ""]
+    path.write_text("\n".join(lines) + "\n")
+    return "\n".join(lines)
+
+
+# --- main ----------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workloads", default="", help="e.g. W1,W3 (default: all)")
+    parser.add_argument("--threads", default="1,2", help="thread counts (default: 1,2)")
+    parser.add_argument("--repeats", type=int, default=25, help="timed repeats (default: 25)")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=10.0,
+        help="seconds per implementation and workload; slow ones get fewer repeats (min 3)",
+    )
+    parser.add_argument("--quick", action="store_true", help="small shapes: a smoke run")
+    parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md", help="results file")
+    parser.add_argument("--png", type=Path, default=None, help="chart (default: next to --out)")
+    parser.add_argument(
+        "--peers", default="", help="only these peers, e.g. PyTorch,NumPy (default: all)"
+    )
+    args = parser.parse_args(argv)
+    threads = [int(t) for t in args.threads.split(",") if t]
+    groups = {g.strip().upper() for g in args.workloads.split(",") if g.strip()}
+    workloads = [w for w in canonical_workloads() if not groups or w.group in groups]
+    if not workloads:
+        parser.error(f"no workload matches {args.workloads!r}")
+    peers, missing = available_peers()
+    if args.peers:
+        wanted = {p.strip().lower() for p in args.peers.split(",")}
+        peers = [p for p in peers if p.lower() in wanted]
+    for peer, why in missing.items():
+        print(f"note: {peer} skipped: {why}", flush=True)
+
+    started = time.strftime("%Y-%m-%d %H:%M")
+    t_start, load_start = time.perf_counter(), os.getloadavg()[0]
+    rows: list[Row] = []
+    sk_reference: dict[str, tuple[int, np.ndarray]] = {}
+    numpy_cells: dict[str, Cell] = {}
+    case_key, case = None, None
+    total = len(workloads) * len(threads)
+    step = 0
+    for w in workloads:
+        key = (w.family, w.dtype, w.index_dtype)
+        if key != case_key:
+            case = None
+            gc.collect()
+            case, case_key = make_case(w, args.quick), key
+        traffic = traffic_bytes(w, case)
+        for t in threads:
+            step += 1
+            elapsed = time.perf_counter() - t_start
+            print(
+                f"[{step}/{total}] {w.name:<16} threads={t}  ({elapsed:.0f} s elapsed)",
+                end="",
+                flush=True,
+            )
+            set_threads(t, peers)
+            # NumPy is single-threaded: measured at the first thread count only.
+            run_peers = [p for p in peers if p != "NumPy" or w.name not in numpy_cells]
+            cells = run_workload(w, case, t, run_peers, args.repeats, args.budget, sk_reference)
+            if "NumPy" in peers:
+                if "NumPy" in cells:
+                    numpy_cells[w.name] = cells["NumPy"]
+                else:
+                    first = numpy_cells[w.name]
+                    cells["NumPy"] = Cell(first.samples, f"1 thread: {first.note}".strip(": "))
+                    cells["NumPy"].check = first.check
+            row = Row(w, t, cells, traffic)
+            rows.append(row)
+            best_name, best = row.best_peer()
+            sk_t, floor = row.median("scatterkit"), row.median("floor")
+            print(
+                f"  sk {fmt_ms(sk_t)} ms, floor {fmt_ms(floor)} ms, "
+                f"sk/floor {fmt_ratio(ratio(sk_t, floor))}, "
+                f"sk/best peer {fmt_ratio(ratio(sk_t, best))} ({best_name or '-'})",
+                flush=True,
+            )
+    elapsed = time.perf_counter() - t_start
+    load_end = os.getloadavg()[0]
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    png = args.png or args.out.with_name("results.png")
+    note = plot(rows, threads, png)
+    write_results(
+        args.out, rows, args, peers, missing, started, elapsed, (load_start, load_end), rss
+    )
+    print()
+    print(summary_table(rows))
+    print()
+    print(detail_table(rows))
+    bad = problems(rows)
+    print()
+    print("Disagreements:\n" + "\n".join(f"  {p}" for p in bad) if bad else "No disagreement.")
+    print(f"wrote {args.out}" + (f" and {png}" if not note else f" ({note})"))
+    print(f"{elapsed / 60:.1f} min, peak RSS {rss / 2**30:.1f} GiB")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
