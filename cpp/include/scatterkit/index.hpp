@@ -5,10 +5,13 @@
 // then a second scan finds the first offender in C order for the message.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "scatterkit/errors.hpp"
+#include "scatterkit/parallel.hpp"
 #include "scatterkit/shape.hpp"
 
 namespace scatterkit {
@@ -36,15 +39,31 @@ inline int64_t wrap_index(I v, int64_t size) {
   return i < 0 ? i + size : i;
 }
 
+// Whether any of indices[p * stride + offset], p < count, is out of range: a
+// branch-free scan, split between threads (each block sets its own flag).
+template <class I>
+bool any_index_out_of_range(const I* indices, int64_t count, int64_t stride, int64_t offset,
+                            int64_t size, bool allow_negative) {
+  constexpr int64_t kBlock = int64_t(1) << 16;
+  const int64_t blocks = (count + kBlock - 1) / kBlock;
+  std::vector<unsigned char> bad(size_t(blocks), 0);
+  parallel_for(blocks, count * int64_t(sizeof(I)) * stride, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      bool any = false;
+      for (int64_t p = b * kBlock, end = std::min(count, p + kBlock); p < end; ++p)
+        any |= !index_in_range(indices[p * stride + offset], size, allow_negative);
+      bad[size_t(b)] = any;
+    }
+  });
+  return std::find(bad.begin(), bad.end(), 1) != bad.end();
+}
+
 // Checks indices[p * stride + offset] for p in [0, count) against `size`, the
 // extent of data axis `axis`. `indices_shape` is used for the message only.
 template <class I>
 void check_indices(const char* op, const I* indices, int64_t count, int64_t stride, int64_t offset,
                    int64_t size, int64_t axis, const Shape& indices_shape, bool allow_negative) {
-  bool bad = false;
-  for (int64_t p = 0; p < count; ++p)
-    bad |= !index_in_range(indices[p * stride + offset], size, allow_negative);
-  if (!bad) return;
+  if (!any_index_out_of_range(indices, count, stride, offset, size, allow_negative)) return;
   for (int64_t p = 0; p < count; ++p) {
     const I v = indices[p * stride + offset];
     if (!index_in_range(v, size, allow_negative))

@@ -112,6 +112,41 @@ void for_each_line_block(const ElementsLayout& l, int64_t bytes, Body&& body) {
   });
 }
 
+// Calls f(a, t, p) for every update of the block, in C order within each line:
+// a is its target coordinate along the axis, t the target's data offset from
+// the block's outer base (elements) and p the update's position. The loops are
+// kept tight: a one-line block walks its line with a stride.
+template <class I, class F>
+inline void visit_block(const ElementsLayout& l, const LineBlock& blk, const I* idx, F&& f) {
+  const int64_t size = l.axis_size, stride = l.axis_stride, inner = l.inner, along = l.along;
+  const int64_t first = blk.o * along * inner;
+  if (blk.i1 - blk.i0 == 1) {
+    const int64_t offset = l.inner_at(blk.i0);
+    const I* column = idx + first + blk.i0;
+    for (int64_t j = 0, p = first + blk.i0; j < along; ++j, p += inner) {
+      const int64_t a = wrap_index(column[j * inner], size);
+      f(a, a * stride + offset, p);
+    }
+    return;
+  }
+  const int64_t* inner_offset = l.inner_offset.empty() ? nullptr : l.inner_offset.data();
+  for (int64_t j = 0; j < along; ++j) {
+    const int64_t row = first + j * inner;
+    const I* line = idx + row;
+    if (inner_offset == nullptr) {
+      for (int64_t i = blk.i0; i < blk.i1; ++i) {
+        const int64_t a = wrap_index(line[i], size);
+        f(a, a * stride + i, row + i);
+      }
+    } else {
+      for (int64_t i = blk.i0; i < blk.i1; ++i) {
+        const int64_t a = wrap_index(line[i], size);
+        f(a, a * stride + inner_offset[i], row + i);
+      }
+    }
+  }
+}
+
 // reduction = none: element moves, last write along the line wins.
 // E is Bytes<N>, or void for a run-time itemsize.
 template <class E, class I>
@@ -120,109 +155,102 @@ void scatter_elements_move(const ElementsLayout& l, const I* idx, const char* up
   const int64_t width = int64_t(itemsize);
   for_each_line_block(l, bytes, [&](const LineBlock& blk) {
     char* base = out + l.outer_offset[size_t(blk.o)] * width;
-    for (int64_t j = 0; j < l.along; ++j) {
-      const int64_t row = (blk.o * l.along + j) * l.inner;
-      for (int64_t i = blk.i0; i < blk.i1; ++i) {
-        const int64_t a = wrap_index(idx[row + i], l.axis_size);
-        if (!blk.owns(a)) continue;
-        const int64_t t = a * l.axis_stride + l.inner_at(i);
-        if constexpr (std::is_void_v<E>)
-          std::memcpy(base + t * width, upd + (row + i) * width, itemsize);
-        else
-          move_element<E>(base + t * int64_t(sizeof(E)), upd + (row + i) * int64_t(sizeof(E)));
-      }
-    }
+    visit_block(l, blk, idx, [&](int64_t a, int64_t t, int64_t p) {
+      if (!blk.owns(a)) return;
+      if constexpr (std::is_void_v<E>)
+        std::memcpy(base + t * width, upd + p * width, itemsize);
+      else
+        move_element<E>(base + t * int64_t(sizeof(E)), upd + p * int64_t(sizeof(E)));
+    });
   });
 }
 
 // Capacity of the per-thread accumulator table, in entries.
 constexpr int64_t kScratchEntries = int64_t(1) << 18;
 
-// Reductions. When the accumulator is the element type the fold runs directly
-// on the output; otherwise (mean, float16/bfloat16) it runs in a per-thread
-// table indexed by (target along axis - t0, line), first touch loading the
-// start value, and each target is finalised (rounded, divided) exactly once.
+// Reductions whose accumulator is the element type fold directly on the output.
+template <class Op, class T, class I>
+void fold_block_in_place(const ElementsLayout& l, const LineBlock& blk, const I* idx, const T* upd,
+                         T* base, bool use_init_val) {
+  if (!use_init_val)
+    visit_block(l, blk, idx, [&](int64_t a, int64_t t, int64_t) {
+      if (blk.owns(a)) base[t] = Op::identity();
+    });
+  if (blk.owns_all_targets) {
+    visit_block(l, blk, idx,
+                [&](int64_t, int64_t t, int64_t p) { base[t] = Op::combine(base[t], upd[p]); });
+    return;
+  }
+  // Updates of other ranges come in random order: a branch would mispredict
+  // often, so they fold into a sink instead.
+  T sink = Op::identity();
+  const uint64_t t0 = uint64_t(blk.t0), span = uint64_t(blk.t1 - blk.t0);
+  visit_block(l, blk, idx, [&](int64_t a, int64_t t, int64_t p) {
+    T& dst = uint64_t(a) - t0 < span ? base[t] : sink;
+    dst = Op::combine(dst, upd[p]);
+  });
+}
+
+// Other reductions (mean, float16/bfloat16) fold in a per-block table of
+// (accumulator, count) slots indexed by (target along axis - t0, line); each
+// target is finalised (divided, rounded) exactly once.
+template <class Op, class T, class I>
+void fold_block_in_table(const ElementsLayout& l, const LineBlock& blk, const I* idx, const T* upd,
+                         T* base, bool use_init_val) {
+  using Acc = typename Op::Acc;
+  struct Slot {  // side by side: one cache line per update
+    Acc acc;
+    uint32_t count;
+  };
+  const int64_t span = blk.t1 - blk.t0;
+  const int64_t width =
+      std::clamp<int64_t>(kScratchEntries / std::max<int64_t>(1, span), 1, blk.i1 - blk.i0);
+  std::vector<Slot> slots(size_t(span * width), Slot{Acc(0), 0});
+  // More updates than targets: start and finish every slot in ordered sweeps;
+  // otherwise start each on its first update and finish by walking the updates.
+  const bool dense = l.along >= span;
+  for (int64_t w0 = blk.i0; w0 < blk.i1; w0 += width) {
+    const LineBlock part{blk.o,  w0,     std::min(blk.i1, w0 + width),
+                         blk.t0, blk.t1, blk.owns_all_targets};
+    auto start = [&](int64_t t) { return use_init_val ? Op::load(base[t]) : Op::identity(); };
+    auto line_of = [&](int64_t p) { return p % l.inner - w0; };  // p's line within the part
+    if (dense)
+      for (int64_t a = blk.t0; a < blk.t1; ++a)
+        for (int64_t i = part.i0; i < part.i1; ++i)
+          slots[size_t((a - blk.t0) * width + (i - w0))].acc =
+              start(a * l.axis_stride + l.inner_at(i));
+    visit_block(l, part, idx, [&](int64_t a, int64_t t, int64_t p) {
+      if (!blk.owns(a)) return;
+      Slot& slot = slots[size_t((a - blk.t0) * width + line_of(p))];
+      if (slot.count++ == 0 && !dense) slot.acc = start(t);
+      slot.acc = Op::combine(slot.acc, upd[p]);
+    });
+    auto finish = [&](Slot& slot, int64_t t) {
+      if (slot.count == 0) return;  // untouched, or already finished
+      base[t] = Op::store(slot.acc, int64_t(slot.count) + (use_init_val ? 1 : 0));
+      slot.count = 0;
+    };
+    if (dense) {
+      for (int64_t a = blk.t0; a < blk.t1; ++a)
+        for (int64_t i = part.i0; i < part.i1; ++i)
+          finish(slots[size_t((a - blk.t0) * width + (i - w0))], a * l.axis_stride + l.inner_at(i));
+    } else {
+      visit_block(l, part, idx, [&](int64_t a, int64_t t, int64_t p) {
+        if (blk.owns(a)) finish(slots[size_t((a - blk.t0) * width + line_of(p))], t);
+      });
+    }
+  }
+}
+
 template <class Op, class T, class I>
 void scatter_elements_reduce(const ElementsLayout& l, const I* idx, const T* upd, T* out,
                              bool use_init_val, int64_t bytes) {
-  using Acc = typename Op::Acc;
   for_each_line_block(l, bytes, [&](const LineBlock& blk) {
     T* base = out + l.outer_offset[size_t(blk.o)];
-    if constexpr (folds_in_place_v<Op, T>) {
-      if (!use_init_val)
-        for (int64_t j = 0; j < l.along; ++j)
-          for (int64_t i = blk.i0, row = (blk.o * l.along + j) * l.inner; i < blk.i1; ++i) {
-            const int64_t a = wrap_index(idx[row + i], l.axis_size);
-            if (blk.owns(a)) base[a * l.axis_stride + l.inner_at(i)] = Op::identity();
-          }
-      if (blk.owns_all_targets) {
-        for (int64_t j = 0; j < l.along; ++j)
-          for (int64_t i = blk.i0, row = (blk.o * l.along + j) * l.inner; i < blk.i1; ++i) {
-            T& dst = base[wrap_index(idx[row + i], l.axis_size) * l.axis_stride + l.inner_at(i)];
-            dst = Op::combine(dst, upd[row + i]);
-          }
-      } else {
-        // Half the updates belong to another range and come in random order: a
-        // branch would mispredict half the time, so those fold into a sink instead.
-        T sink = Op::identity();
-        const uint64_t span = uint64_t(blk.t1 - blk.t0);
-        for (int64_t j = 0; j < l.along; ++j)
-          for (int64_t i = blk.i0, row = (blk.o * l.along + j) * l.inner; i < blk.i1; ++i) {
-            const int64_t a = wrap_index(idx[row + i], l.axis_size);
-            T& target = base[a * l.axis_stride + l.inner_at(i)];
-            T& dst = uint64_t(a - blk.t0) < span ? target : sink;
-            dst = Op::combine(dst, upd[row + i]);
-          }
-      }
-    } else {
-      const int64_t span = blk.t1 - blk.t0;
-      const int64_t width =
-          std::clamp<int64_t>(kScratchEntries / std::max<int64_t>(1, span), 1, blk.i1 - blk.i0);
-      // Accumulator and count side by side: one cache line per update.
-      struct Slot {
-        Acc acc;
-        uint32_t count;
-      };
-      std::vector<Slot> slots(size_t(span * width), Slot{Acc(0), 0});
-      for (int64_t w0 = blk.i0; w0 < blk.i1; w0 += width) {
-        const int64_t w1 = std::min(blk.i1, w0 + width);
-        // More updates than targets: start every accumulator in one ordered
-        // sweep; otherwise start each on its first update.
-        const bool dense = l.along >= span;
-        auto start = [&](int64_t a, int64_t i) {
-          return use_init_val ? Op::load(base[a * l.axis_stride + l.inner_at(i)]) : Op::identity();
-        };
-        if (dense)
-          for (int64_t a = blk.t0; a < blk.t1; ++a)
-            for (int64_t i = w0; i < w1; ++i)
-              slots[size_t((a - blk.t0) * width + (i - w0))].acc = start(a, i);
-        for (int64_t j = 0; j < l.along; ++j)
-          for (int64_t i = w0, row = (blk.o * l.along + j) * l.inner; i < w1; ++i) {
-            const int64_t a = wrap_index(idx[row + i], l.axis_size);
-            if (!blk.owns(a)) continue;
-            Slot& slot = slots[size_t((a - blk.t0) * width + (i - w0))];
-            if (slot.count++ == 0 && !dense) slot.acc = start(a, i);
-            slot.acc = Op::combine(slot.acc, upd[row + i]);
-          }
-        auto finalize = [&](int64_t a, int64_t i) {
-          Slot& slot = slots[size_t((a - blk.t0) * width + (i - w0))];
-          if (slot.count == 0) return;  // untouched, or already finalised
-          base[a * l.axis_stride + l.inner_at(i)] =
-              Op::store(slot.acc, int64_t(slot.count) + (use_init_val ? 1 : 0));
-          slot.count = 0;
-        };
-        if (dense) {
-          for (int64_t a = blk.t0; a < blk.t1; ++a)
-            for (int64_t i = w0; i < w1; ++i) finalize(a, i);
-        } else {
-          for (int64_t j = 0; j < l.along; ++j)
-            for (int64_t i = w0, row = (blk.o * l.along + j) * l.inner; i < w1; ++i) {
-              const int64_t a = wrap_index(idx[row + i], l.axis_size);
-              if (blk.owns(a)) finalize(a, i);
-            }
-        }
-      }
-    }
+    if constexpr (folds_in_place_v<Op, T>)
+      fold_block_in_place<Op>(l, blk, idx, upd, base, use_init_val);
+    else
+      fold_block_in_table<Op>(l, blk, idx, upd, base, use_init_val);
   });
 }
 
