@@ -49,31 +49,39 @@ inline void scatter_update_slabs(const char* data, char* out, const char* update
     });
     return;
   }
-  // Out of place: blocks of targets; runs of untargeted slabs copy from data
-  // in one memcpy, targeted slabs come from their winner.
-  const BlockCopier copy{use_streaming_stores(outer * targets * slab_bytes)};
+  // Out of place: blocks of targets written front to back; runs of untargeted
+  // slabs copy from data in one piece, targeted slabs come from their winner,
+  // whose source is prefetched a few slabs ahead (winners are scattered).
   const int64_t per_block =
       std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, slab_bytes));
   const int64_t blocks = (targets + per_block - 1) / per_block;
+  const bool streaming = use_streaming_stores(outer * targets * slab_bytes);
+  constexpr int64_t kAhead = 4;
   parallel_for(outer * blocks, outer * targets * slab_bytes * 2, [&](int64_t b, int64_t e) {
-    for (int64_t item = b; item < e; ++item) {
-      const int64_t o = item / blocks;
-      const int64_t t_end = std::min(targets, (item % blocks + 1) * per_block);
-      for (int64_t t = (item % blocks) * per_block; t < t_end;) {
-        char* dst = out + (o * targets + t) * slab_bytes;
-        const int64_t j = winner[size_t(t)];
-        if (j >= 0) {
-          copy(dst, updates + (o * n + j) * slab_bytes, size_t(slab_bytes));
-          ++t;
-          continue;
+    const int64_t first_o = b / blocks;
+    const int64_t first_t = (b % blocks) * per_block;
+    with_writer(streaming, out + (first_o * targets + first_t) * slab_bytes, [&](auto& writer) {
+      for (int64_t item = b; item < e; ++item) {
+        const int64_t o = item / blocks;
+        const int64_t t_end = std::min(targets, (item % blocks + 1) * per_block);
+        for (int64_t t = (item % blocks) * per_block; t < t_end;) {
+          const int64_t j = winner[size_t(t)];
+          if (j >= 0) {
+            if (t + kAhead < targets && winner[size_t(t + kAhead)] >= 0) {
+              const char* next = updates + (o * n + winner[size_t(t + kAhead)]) * slab_bytes;
+              for (int64_t k = 0; k < slab_bytes; k += 64) __builtin_prefetch(next + k);
+            }
+            writer.write(updates + (o * n + j) * slab_bytes, size_t(slab_bytes));
+            ++t;
+            continue;
+          }
+          int64_t run_end = t + 1;
+          while (run_end < t_end && winner[size_t(run_end)] < 0) ++run_end;
+          writer.write(data + (o * targets + t) * slab_bytes, size_t((run_end - t) * slab_bytes));
+          t = run_end;
         }
-        int64_t run_end = t + 1;
-        while (run_end < t_end && winner[size_t(run_end)] < 0) ++run_end;
-        copy(dst, data + (o * targets + t) * slab_bytes, size_t((run_end - t) * slab_bytes));
-        t = run_end;
       }
-    }
-    copy.finish();
+    });
   });
 }
 

@@ -73,7 +73,7 @@ inline void fused_slice_scatter(const char* data, const char* updates, char* out
   Shape ustride(dims, 1);  // updates strides in blocks
   for (size_t d = dims - 1; d-- > 0;) ustride[d] = ustride[d + 1] * slice_shape[d + 1];
   const int64_t positions = product(shape, 0, dims);
-  const BlockCopier copy{use_streaming_stores(positions * block_bytes)};
+  const bool streaming = use_streaming_stores(positions * block_bytes);
 
   parallel_for(positions, positions * block_bytes * 2, [&](int64_t p0, int64_t p1) {
     Shape c = unravel(p0, outer);
@@ -92,23 +92,24 @@ inline void fused_slice_scatter(const char* data, const char* updates, char* out
         c[d] = 0;
       }
     };
-    for (int64_t p = p0; p < p1;) {
-      const int64_t from = source_block();
-      advance();
-      if (from >= 0) {
-        copy(out + p * block_bytes, updates + from * block_bytes, size_t(block_bytes));
-        ++p;
-        continue;
-      }
-      int64_t q = p + 1;
-      while (q < p1 && source_block() < 0) {
+    with_writer(streaming, out + p0 * block_bytes, [&](auto& writer) {
+      for (int64_t p = p0; p < p1;) {
+        const int64_t from = source_block();
         advance();
-        ++q;
+        if (from >= 0) {
+          writer.write(updates + from * block_bytes, size_t(block_bytes));
+          ++p;
+          continue;
+        }
+        int64_t q = p + 1;
+        while (q < p1 && source_block() < 0) {
+          advance();
+          ++q;
+        }
+        writer.write(data + p * block_bytes, size_t((q - p) * block_bytes));
+        p = q;
       }
-      copy(out + p * block_bytes, data + p * block_bytes, size_t((q - p) * block_bytes));
-      p = q;
-    }
-    copy.finish();
+    });
   });
 }
 
