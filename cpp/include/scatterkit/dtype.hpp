@@ -57,6 +57,27 @@ inline const char* dtype_name(DType t) {
   return "?";
 }
 
+// Bytes per element of an arithmetic type (0 for kOpaque: any width).
+inline size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::kBool:
+    case DType::kInt8:
+    case DType::kUInt8: return 1;
+    case DType::kInt16:
+    case DType::kUInt16:
+    case DType::kFloat16:
+    case DType::kBFloat16: return 2;
+    case DType::kInt32:
+    case DType::kUInt32:
+    case DType::kFloat32: return 4;
+    case DType::kInt64:
+    case DType::kUInt64:
+    case DType::kFloat64: return 8;
+    case DType::kOpaque: return 0;
+  }
+  return 0;
+}
+
 inline DType dtype_from_name(const std::string& name) {
   for (int i = 0; i <= int(DType::kOpaque); ++i)
     if (name == dtype_name(DType(i))) return DType(i);

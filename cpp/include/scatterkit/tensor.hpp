@@ -41,7 +41,16 @@ inline const char* op_name(const OpOptions& o, const char* fallback) {
   return o.name ? o.name : fallback;
 }
 
+inline void check_element(const char* op, const char* name, const TensorRef& t) {
+  const size_t want = dtype_size(t.dtype);
+  if (t.itemsize == 0 || (want != 0 && t.itemsize != want))
+    throw_type_error(op, std::string(name) + " item size " + std::to_string(t.itemsize) +
+                             " does not fit dtype " + dtype_name(t.dtype));
+}
+
 inline void check_same_element(const char* op, const TensorRef& data, const TensorRef& updates) {
+  check_element(op, "data", data);
+  check_element(op, "updates", updates);
   if (data.dtype != updates.dtype || data.itemsize != updates.itemsize)
     throw_type_error(op, std::string("updates dtype ") + dtype_name(updates.dtype) +
                              " does not match data dtype " + dtype_name(data.dtype));

@@ -286,7 +286,7 @@ inline void scatter_elements_update(const TensorRef& data, const IndexRef& indic
   // Reductions count the updates of each target in 32 bits.
   if (reduction != Reduction::kNone && indices.shape[size_t(axis)] >= int64_t(UINT32_MAX) - 1)
     throw_value_error(op, "reductions support at most 4294967293 updates along the axis");
-  if (n != 0 && out == nullptr) throw_value_error(op, "out is a null pointer");
+  if (numel(data.shape) != 0 && out == nullptr) throw_value_error(op, "out is a null pointer");
 
   visit_index(indices.type, [&](auto tag) {
     using I = typename decltype(tag)::type;

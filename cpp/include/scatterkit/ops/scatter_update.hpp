@@ -87,10 +87,11 @@ inline void scatter_update_slabs(const char* data, char* out, const char* update
 
 }  // namespace detail
 
-// Type-erased ScatterUpdate-3. `out` has data's shape and type; out == data.data
-// updates in place. Everything is validated before the first write.
+// Type-erased ScatterUpdate-3 (negative indices are errors unless options
+// allow them). `out` has data's shape and type; out == data.data updates in
+// place. Everything is validated before the first write.
 inline void scatter_update(const TensorRef& data, const IndexRef& indices, const TensorRef& updates,
-                           int64_t axis, void* out, const OpOptions& options = {}) {
+                           int64_t axis, void* out, const OpOptions& options = {false, nullptr}) {
   using namespace detail;
   const char* op = op_name(options, "scatter_update");
   check_scatter_inputs(op, data, indices, updates);

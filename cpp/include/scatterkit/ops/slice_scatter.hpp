@@ -46,6 +46,7 @@ inline SliceAxis clamp_slice(int64_t start, int64_t stop, int64_t step, int64_t 
     if (start > stop) s.count = int64_t(uint64_t(start - stop - 1) / magnitude) + 1;
   }
   s.first = start;
+  if (s.count <= 1) s.step = 1;  // the step is never applied; |step| > dim would overflow offsets
   return s;
 }
 

@@ -1,0 +1,310 @@
+// ScatterElementsUpdate-3 / -12 through the typed API:
+//   out[p with p[axis] = indices[p]] = reduce(out[...], updates[p]), C order of p.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "test_support.hpp"
+
+// Named so that local names stay apart in the unity build (see CMakeLists.txt).
+namespace test_scatter_elements_update {
+namespace {
+
+using scatterkit::OpOptions;
+using scatterkit::Reduction;
+using scatterkit::scatter_elements_update;
+using sktest::cview;
+using sktest::mview;
+using sktest::same_bits;
+using sktest::Shape;
+
+// ---- the spec's examples (ScatterElementsUpdate-12) --------------------------
+
+TEST(ScatterElementsUpdateSpec, Example1SumWithNegativeIndices) {
+  const std::vector<float> data = {2, 3, 4, 6};
+  const std::vector<int64_t> indices = {1, 0, 0, -2, -1, 2};
+  const std::vector<float> updates = {10, 20, 30, 40, 70, 60};
+  std::vector<float> out(4);
+  scatter_elements_update<float, int64_t>(cview(data, {4}), cview(indices, {6}),
+                                          cview(updates, {6}), 0, mview(out, {4}), Reduction::kSum,
+                                          true);
+  EXPECT_EQ(out, (std::vector<float>{52, 13, 104, 76}));
+}
+
+TEST(ScatterElementsUpdateSpec, Example2SumWithoutInitialValue) {
+  const std::vector<float> data = {2, 3, 4, 6};
+  const std::vector<int64_t> indices = {1, 0, 0, 2, 3, 2};
+  const std::vector<float> updates = {10, 20, 30, 40, 70, 60};
+  std::vector<float> out(4);
+  scatter_elements_update<float, int64_t>(cview(data, {4}), cview(indices, {6}),
+                                          cview(updates, {6}), 0, mview(out, {4}), Reduction::kSum,
+                                          false);
+  EXPECT_EQ(out, (std::vector<float>{50, 10, 100, 70}));
+}
+
+TEST(ScatterElementsUpdateSpec, Example3NoneAxis1) {
+  const std::vector<int32_t> data(12, 0);
+  const std::vector<int32_t> indices = {1, 2, 0, 3};
+  const std::vector<int32_t> updates = {11, 12, 13, 14};
+  std::vector<int32_t> out(12);
+  scatter_elements_update<int32_t, int32_t>(cview(data, {3, 4}), cview(indices, {2, 2}),
+                                            cview(updates, {2, 2}), 1, mview(out, {3, 4}));
+  EXPECT_EQ(out, (std::vector<int32_t>{0, 11, 12, 0, 13, 0, 0, 14, 0, 0, 0, 0}));
+}
+
+TEST(ScatterElementsUpdateSpec, Example4SumAxis1) {
+  const std::vector<int32_t> data(12, 1);
+  const std::vector<int32_t> indices = {1, 1, 0, 3};
+  const std::vector<int32_t> updates = {11, 12, 13, 14};
+  std::vector<int32_t> out(12);
+  scatter_elements_update<int32_t, int32_t>(cview(data, {3, 4}), cview(indices, {2, 2}),
+                                            cview(updates, {2, 2}), 1, mview(out, {3, 4}),
+                                            Reduction::kSum, true);
+  EXPECT_EQ(out, (std::vector<int32_t>{1, 24, 1, 1, 14, 1, 1, 15, 1, 1, 1, 1}));
+}
+
+TEST(ScatterElementsUpdateSpec, Example5ProdAxis1) {
+  const std::vector<int32_t> data(12, 2);
+  const std::vector<int32_t> indices = {1, 1, 0, 3};
+  const std::vector<int32_t> updates = {11, 12, 13, 14};
+  std::vector<int32_t> out(12);
+  scatter_elements_update<int32_t, int32_t>(cview(data, {3, 4}), cview(indices, {2, 2}),
+                                            cview(updates, {2, 2}), 1, mview(out, {3, 4}),
+                                            Reduction::kProd, true);
+  EXPECT_EQ(out, (std::vector<int32_t>{2, 264, 2, 2, 26, 2, 2, 28, 2, 2, 2, 2}));
+}
+
+TEST(ScatterElementsUpdateSpec, V3FormulaFor3dAxes) {
+  // output[indices[i][j][k]][j][k] = updates[i][j][k] (axis 0), and so on.
+  const Shape dshape = {2, 3, 4};
+  const auto data = sktest::iota_vector<int32_t>(24);
+  const std::vector<int64_t> idx = {1, 0, 1, 0, 1, 1};  // shape (1, 2, 3)
+  const std::vector<int32_t> upd = {-1, -2, -3, -4, -5, -6};
+  for (int64_t axis = 0; axis < 3; ++axis) {
+    std::vector<int32_t> out(24);
+    scatter_elements_update<int32_t, int64_t>(cview(data, dshape), cview(idx, {1, 2, 3}),
+                                              cview(upd, {1, 2, 3}), axis, mview(out, dshape),
+                                              Reduction::kNone, true, OpOptions{false, nullptr});
+    std::vector<int32_t> expected = data;
+    for (int64_t i = 0; i < 1; ++i)
+      for (int64_t j = 0; j < 2; ++j)
+        for (int64_t k = 0; k < 3; ++k) {
+          int64_t p[3] = {i, j, k};
+          p[axis] = idx[size_t(j * 3 + k)];
+          expected[size_t(p[0] * 12 + p[1] * 4 + p[2])] = upd[size_t(j * 3 + k)];
+        }
+    EXPECT_EQ(out, expected) << "axis " << axis;
+  }
+}
+
+// ---- behaviour ---------------------------------------------------------------
+
+TEST(ScatterElementsUpdate, DuplicatesLastWriteWins) {
+  // indices.shape[axis] may exceed data.shape[axis].
+  const std::vector<double> data = {0, 0};
+  const std::vector<int32_t> indices = {1, 0, 1, 1, 0};
+  const std::vector<double> updates = {1, 2, 3, 4, 5};
+  std::vector<double> out(2);
+  scatter_elements_update<double, int32_t>(cview(data, {2}), cview(indices, {5}),
+                                           cview(updates, {5}), 0, mview(out, {2}));
+  EXPECT_EQ(out, (std::vector<double>{5, 4}));
+}
+
+TEST(ScatterElementsUpdate, DuplicatesFoldInCOrder) {
+  // Float addition is not associative, so the sums pin the order: in float32
+  // 1e8 + 1 - 1e8 is 0 and 1e8 - 1e8 + 1 is 1 (reversed, both would be 0).
+  const std::vector<float> data = {0, 0, 0};
+  const std::vector<int64_t> indices = {2, 1, 2, 0, 1, 2, 1};
+  const std::vector<float> updates = {1e8f, 1e8f, 1, 5, -1e8f, -1e8f, 1};
+  std::vector<float> out(3);
+  scatter_elements_update<float, int64_t>(cview(data, {3}), cview(indices, {7}),
+                                          cview(updates, {7}), 0, mview(out, {3}), Reduction::kSum);
+  EXPECT_EQ(out, (std::vector<float>{5, 1, 0}));
+}
+
+TEST(ScatterElementsUpdate, NegativeIndicesWrapOnce) {
+  const std::vector<int8_t> data = {0, 0, 0, 0, 0};
+  const std::vector<int64_t> indices = {-1, -5, 2};
+  const std::vector<int8_t> updates = {1, 2, 3};
+  std::vector<int8_t> out(5);
+  scatter_elements_update<int8_t, int64_t>(cview(data, {5}), cview(indices, {3}),
+                                           cview(updates, {3}), 0, mview(out, {5}));
+  EXPECT_EQ(out, (std::vector<int8_t>{2, 0, 3, 0, 1}));
+}
+
+TEST(ScatterElementsUpdate, NegativeIndicesRejectedInV3) {
+  const std::vector<int8_t> data = {0, 0, 0, 0, 0};
+  const std::vector<int64_t> indices = {0, -1};
+  const std::vector<int8_t> updates = {1, 2};
+  std::vector<int8_t> out(5, 9);
+  EXPECT_TRUE(sktest::throws_with<scatterkit::IndexError>(
+      [&] {
+        scatter_elements_update<int8_t, int64_t>(
+            cview(data, {5}), cview(indices, {2}), cview(updates, {2}), 0, mview(out, {5}),
+            Reduction::kNone, true, OpOptions{false, "ScatterElementsUpdate-3"});
+      },
+      "ScatterElementsUpdate-3: index -1 is out of bounds for axis 0 with size 5"));
+  EXPECT_EQ(out, std::vector<int8_t>(5, 9));
+}
+
+TEST(ScatterElementsUpdate, IndicesSmallerThanDataInOtherDims) {
+  // indices (2, 2) in data (3, 4) along axis 0: the inner dim is not contiguous
+  // in data, and row 2 / columns 2..3 are out of reach.
+  const auto data = sktest::iota_vector<int32_t>(12);
+  const std::vector<int32_t> indices = {2, 1, 0, 2};
+  const std::vector<int32_t> updates = {-1, -2, -3, -4};
+  std::vector<int32_t> out(12);
+  scatter_elements_update<int32_t, int32_t>(cview(data, {3, 4}), cview(indices, {2, 2}),
+                                            cview(updates, {2, 2}), 0, mview(out, {3, 4}));
+  EXPECT_EQ(out, (std::vector<int32_t>{-3, 1, 2, 3, 4, -2, 6, 7, -1, -4, 10, 11}));
+}
+
+TEST(ScatterElementsUpdate, InPlaceNoneAndMean) {
+  std::vector<int32_t> data = {10, 20, 30, 40};
+  const std::vector<int64_t> indices = {3, 3, 0};
+  const std::vector<int32_t> updates = {1, 2, 3};
+  auto view = mview(data, {4});
+  ASSERT_EQ(view.data, data.data());
+  scatter_elements_update<int32_t, int64_t>(cview(data, {4}), cview(indices, {3}),
+                                            cview(updates, {3}), 0, view);
+  EXPECT_EQ(data, (std::vector<int32_t>{3, 20, 30, 2}));
+  // mean folds through a side table, then writes back once.
+  scatter_elements_update<int32_t, int64_t>(cview(data, {4}), cview(indices, {3}),
+                                            cview(updates, {3}), 0, view, Reduction::kMean, true);
+  EXPECT_EQ(data, (std::vector<int32_t>{3, 20, 30, 1}));  // (2+1+2)/3 = 1, (3+3)/2 = 3
+}
+
+TEST(ScatterElementsUpdate, EmptyIndicesCopyData) {
+  const auto data = sktest::iota_vector<float>(6);
+  const std::vector<int64_t> indices;
+  const std::vector<float> updates;
+  std::vector<float> out(6, -1);
+  scatter_elements_update<float, int64_t>(cview(data, {2, 3}), cview(indices, {2, 0}),
+                                          cview(updates, {2, 0}), 1, mview(out, {2, 3}),
+                                          Reduction::kSum, false);
+  EXPECT_EQ(out, data);
+}
+
+struct Rgb {
+  unsigned char r, g, b;
+};
+
+TEST(ScatterElementsUpdate, OpaqueThreeByteElements) {
+  const std::vector<Rgb> data = {{1, 1, 1}, {2, 2, 2}, {3, 3, 3}};
+  const std::vector<int64_t> indices = {2, 0};
+  const std::vector<Rgb> updates = {{7, 8, 9}, {4, 5, 6}};
+  std::vector<Rgb> out(3);
+  scatter_elements_update<Rgb, int64_t>(cview(data, {3}), cview(indices, {2}), cview(updates, {2}),
+                                        0, mview(out, {3}));
+  const std::vector<Rgb> expected = {{4, 5, 6}, {2, 2, 2}, {7, 8, 9}};
+  EXPECT_TRUE(same_bits(out, expected));
+}
+
+// ---- random inputs against the plain-loop reference -----------------------------
+
+int32_t reference_fold(Reduction r, int32_t a, int32_t u) {
+  switch (r) {
+    case Reduction::kSum: return int32_t(uint32_t(a) + uint32_t(u));
+    case Reduction::kProd: return int32_t(uint32_t(a) * uint32_t(u));
+    case Reduction::kMin: return std::min(a, u);
+    case Reduction::kMax: return std::max(a, u);
+    default: return u;
+  }
+}
+
+int32_t reference_identity(Reduction r) {
+  switch (r) {
+    case Reduction::kProd: return 1;
+    case Reduction::kMin: return std::numeric_limits<int32_t>::max();
+    case Reduction::kMax: return std::numeric_limits<int32_t>::lowest();
+    default: return 0;
+  }
+}
+
+// ScatterElementsUpdate-12 on int32 by plain loops, every reduction.
+std::vector<int32_t> reference(const std::vector<int32_t>& data, const Shape& dshape,
+                               const std::vector<int64_t>& idx, const Shape& ishape,
+                               const std::vector<int32_t>& upd, int64_t axis, Reduction r,
+                               bool use_init_val) {
+  std::vector<int32_t> out = data;
+  std::vector<int64_t> sum(data.size()), count(data.size(), 0);
+  sktest::ref_scatter_elements(out, dshape, idx, ishape, upd, axis, [&](int32_t& dst, int32_t u) {
+    const size_t t = size_t(&dst - out.data());
+    if (count[t]++ == 0) {
+      sum[t] = use_init_val ? dst : 0;
+      if (!use_init_val) dst = reference_identity(r);
+    }
+    sum[t] += u;
+    dst = reference_fold(r, dst, u);
+  });
+  if (r == Reduction::kMean)
+    for (size_t t = 0; t < out.size(); ++t) {
+      if (count[t] == 0) continue;
+      const int64_t n = count[t] + (use_init_val ? 1 : 0);
+      int64_t q = sum[t] / n;
+      if (q * n != sum[t] && sum[t] < 0) --q;
+      out[t] = int32_t(q);
+    }
+  return out;
+}
+
+class ScatterElementsUpdateRandom
+    : public ::testing::TestWithParam<std::tuple<int64_t, Reduction, bool>> {};
+
+TEST_P(ScatterElementsUpdateRandom, MatchesReference) {
+  const auto [axis, reduction, use_init_val] = GetParam();
+  std::mt19937 rng(unsigned(100 + axis * 17 + int(reduction) * 3 + use_init_val));
+  const Shape dshape = {3, 4, 5};
+  for (int trial = 0; trial < 8; ++trial) {
+    Shape ishape(3);
+    for (size_t d = 0; d < 3; ++d)
+      ishape[d] = int64_t(d) == axis ? 1 + int64_t(rng() % 7) : 1 + int64_t(rng() % dshape[d]);
+    const int64_t n = sktest::count_of(ishape), size = dshape[size_t(axis)];
+    std::vector<int64_t> idx(static_cast<size_t>(n));
+    for (auto& i : idx) i = int64_t(rng() % uint64_t(2 * size)) - size;  // [-size, size)
+    std::vector<int32_t> data(60), upd(static_cast<size_t>(n));
+    for (auto& v : data) v = int32_t(rng() % 19) - 9;
+    for (auto& v : upd) v = int32_t(rng() % 19) - 9;
+    std::vector<int32_t> out(60);
+    scatter_elements_update<int32_t, int64_t>(cview(data, dshape), cview(idx, ishape),
+                                              cview(upd, ishape), axis, mview(out, dshape),
+                                              reduction, use_init_val);
+    ASSERT_EQ(out, reference(data, dshape, idx, ishape, upd, axis, reduction, use_init_val))
+        << "trial " << trial;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AxesAndReductions, ScatterElementsUpdateRandom,
+                         ::testing::Combine(::testing::Values(0, 1, 2),
+                                            ::testing::Values(Reduction::kNone, Reduction::kSum,
+                                                              Reduction::kProd, Reduction::kMin,
+                                                              Reduction::kMax, Reduction::kMean),
+                                            ::testing::Bool()),
+                         [](const auto& p) {
+                           return "axis" + std::to_string(std::get<0>(p.param)) + "_" +
+                                  scatterkit::reduction_name(std::get<1>(p.param)) +
+                                  (std::get<2>(p.param) ? "_init" : "_noinit");
+                         });
+
+TEST(ScatterElementsUpdate, FloatSumMatchesReferenceBitwise) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> value(-1e4f, 1e4f);
+  const Shape dshape = {16, 33};
+  std::vector<float> data(16 * 33), upd(40 * 30);
+  std::vector<int64_t> idx(40 * 30);
+  for (auto& v : data) v = value(rng);
+  for (auto& v : upd) v = value(rng);
+  for (auto& i : idx) i = int64_t(rng() % 16);
+  std::vector<float> out(data.size()), expected = data;
+  scatter_elements_update<float, int64_t>(cview(data, dshape), cview(idx, {40, 30}),
+                                          cview(upd, {40, 30}), 0, mview(out, dshape),
+                                          Reduction::kSum);
+  sktest::ref_scatter_elements(expected, dshape, idx, {40, 30}, upd, 0,
+                               [](float& d, float u) { d = d + u; });
+  EXPECT_TRUE(same_bits(out, expected));
+}
+
+}  // namespace
+}  // namespace test_scatter_elements_update
