@@ -65,4 +65,15 @@ wheel_cmake_dir=$("$python" -m scatterkit --cmakedir)
 echo "$python -m scatterkit --cmakedir: $wheel_cmake_dir"
 build_consumer "$work/consumer-wheel" "$wheel_cmake_dir" -Dscatterkit_DIR="$wheel_cmake_dir"
 
+section "The README's C++ example, compiled against the wheel's headers"
+awk '/^```cpp$/{on=1; next} /^```$/{on=0} on' README.md > "$work/readme_example.cpp"
+g++ -std=c++17 -O2 -fopenmp -I"$("$python" -m scatterkit --includedir)" \
+  "$work/readme_example.cpp" -o "$work/readme_example"
+readme_output=$("$work/readme_example")
+echo "$readme_output"
+[[ "$readme_output" == "1 11 3 10 9 6 7 12 " ]] || {
+  echo "error: the README example printed something else" >&2
+  exit 1
+}
+
 section "C++ checks passed in $((SECONDS - script_start)) s"
