@@ -1,0 +1,137 @@
+"""``scatterkit-spark``: the main job (run), a demo, and the executor environment packer."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+PROG = "scatterkit-spark"
+
+
+def _conf(pairs: Sequence[str]) -> dict[str, str]:
+    conf = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"{PROG}: --conf takes KEY=VALUE, got {pair!r}")
+        conf[key.strip()] = value
+    return conf
+
+
+def _spark_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--master", help="Spark master URL (default local[*], or spark-submit's)")
+    p.add_argument(
+        "--archive",
+        help="executor environment from `scatterkit-spark pack`, shipped with spark.archives",
+    )
+    p.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting"
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="apply a job spec to Parquet data, write Parquet")
+    run.add_argument("--spec", required=True, help="job specification (JSON file)")
+    run.add_argument("--input", required=True, help="input Parquet file or directory")
+    run.add_argument("--output", required=True, help="output Parquet directory")
+    run.add_argument(
+        "--on-error",
+        choices=("fail", "keep"),
+        default="fail",
+        help="fail: stop at the first bad row, naming it (default); "
+        "keep: write it with a null result and its message in <output>_error",
+    )
+    run.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    run.add_argument("--summary-json", help="also write the summary to this JSON file")
+    run.add_argument("--quiet", action="store_true", help="no progress lines")
+    _spark_options(run)
+
+    demo = sub.add_parser("demo", help="generate a dataset, run a job on it, check a sample")
+    demo.add_argument("--rows", type=int, default=10_000, help="users to generate (10000)")
+    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--sample", type=int, default=200, help="rows checked against NumPy")
+    demo.add_argument("--workdir", help="keep the input and output here (default: temporary)")
+    _spark_options(demo)
+
+    pack = sub.add_parser("pack", help="build the executor environment archive")
+    pack.add_argument("--output", default="scatterkit-env.tar.gz", help="archive path")
+    origin = pack.add_mutually_exclusive_group()
+    origin.add_argument("--wheel", help="scatterkit wheel to install (default: the installed one)")
+    origin.add_argument("--source", help="build the wheel from this source tree")
+    pack.add_argument(
+        "--extra", action="append", default=[], help="another requirement (e.g. pandas)"
+    )
+    return parser
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .job import JobFailed, run_job
+    from .session import build_session
+    from .spec import JobSpec, SpecError
+
+    try:
+        spec = JobSpec.load(args.spec)
+    except (OSError, SpecError) as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    from pyspark.errors import AnalysisException
+
+    spark = build_session(master=args.master, archive=args.archive, conf=_conf(args.conf))
+    print(f"{PROG} run: {len(spec.steps)} step(s) on {spark.sparkContext.master}", flush=True)
+    try:
+        summary = run_job(
+            spark,
+            spec,
+            args.input,
+            args.output,
+            on_error=args.on_error,
+            mode="overwrite" if args.overwrite else "errorifexists",
+            progress=not args.quiet,
+        )
+    except SpecError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    except AnalysisException as exc:  # a missing input, an existing output, ...
+        print(f"{PROG}: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
+    except JobFailed as exc:
+        print(f"{PROG}: job failed: {exc}", file=sys.stderr)
+        return 1
+    print("summary:")
+    for line in summary.lines():
+        print(f"  {line}")
+    if args.summary_json:
+        with open(args.summary_json, "w", encoding="utf-8") as f:
+            f.write(summary.to_json())
+    return 0 if summary.rows_in == summary.rows_out else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``scatterkit-spark`` console script."""
+    args = _parser().parse_args(argv)
+    if args.command == "run":
+        return _run(args)
+    if args.command == "demo":
+        from .demo import run_demo
+
+        return run_demo(
+            args.rows,
+            master=args.master,
+            workdir=args.workdir,
+            seed=args.seed,
+            sample=args.sample,
+            archive=args.archive,
+            conf=_conf(args.conf),
+        )
+    from .pack import pack
+
+    pack(args.output, wheel=args.wheel, source=args.source, extra=args.extra)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,250 @@
+"""Column functions: the scatter operations on tensor columns, for ``select``/``withColumn``.
+
+A tensor column is ``struct<values: array<T>, shape: array<int>>`` (see `tensor` to build
+one from two columns); a plain ``array<T>`` column is taken as a 1-D tensor per row. Each
+function returns a tensor column computed by an Arrow UDF: a whole record batch goes to
+the C++ kernels in one call, reading the values as zero-copy views of the Arrow buffers.
+
+>>> from scatterkit.spark import functions as skf
+>>> df.withColumn("hist", skf.scatter_elements_update(
+...     skf.full([96], 0.0), "bucket", "amount", 0, reduction="sum"))  # doctest: +SKIP
+
+The result's element type is `dtype` (default ``"float"``) and must be data's. With
+``on_error="fail"`` (default) a bad row fails the task with a message naming it (by
+`row_id` when given); with ``on_error="keep"`` the result struct gets a third field,
+``error``, and a failed row keeps its message there with null ``values`` and ``shape``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Union
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from ._arrow import read_tensor, tensor_array
+from ._executor import RowError, configure_threads, dry_run, run_op
+from ._types import element_type, numpy_dtype, spark_name, tensor_struct
+from .spec import OPS
+
+ColumnOrName = Union[Column, str]
+
+_ROW_ID = "__row_id"
+
+
+def _col(c: ColumnOrName) -> Column:
+    return F.col(c) if isinstance(c, str) else c
+
+
+def tensor(values: ColumnOrName, shape: ColumnOrName) -> Column:
+    """A tensor column from a values array column and a shape array column."""
+    return F.struct(_col(values).alias("values"), _col(shape).cast("array<int>").alias("shape"))
+
+
+def full(shape: Sequence[int], fill: Any = 0, dtype: str = "float") -> Column:
+    """The same constant tensor in every row (e.g. the zeros an aggregation starts from)."""
+    name = element_type(dtype)
+    size = int(np.prod(shape, dtype=np.int64))
+    values = F.array_repeat(F.lit(fill).cast(name), size)
+    dims = F.array(*[F.lit(int(d)) for d in shape]) if len(shape) else F.array().cast("array<int>")
+    return F.struct(values.alias("values"), dims.cast("array<int>").alias("shape"))
+
+
+def _describe_row(row_ids: pa.Array | None, row: int) -> str:
+    if row_ids is not None:
+        return f"row_id={row_ids[row].as_py()!r}"
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    partition = context.partitionId() if context is not None else 0
+    return f"row {row} of a batch of partition {partition} (pass row_id= to name rows)"
+
+
+def _make_udf(
+    op: str,
+    attributes: Mapping[str, Any],
+    inputs: Sequence[str],
+    dtype: str,
+    keep: bool,
+    has_row_id: bool,
+) -> Any:
+    expected = numpy_dtype(dtype)
+    attributes = dict(attributes)
+    names = list(inputs) + ([_ROW_ID] if has_row_id else [])
+
+    def compute(*arrays: pa.Array) -> pa.Array:
+        configure_threads()
+        given = dict(zip(names, arrays))
+        row_ids = given.pop(_ROW_ID, None)
+        tensors = {name: read_tensor(array, name) for name, array in given.items()}
+        data_dtype = tensors["data"].ragged.values.dtype
+        if data_dtype != expected:
+            raise TypeError(
+                f"{op}: data holds {spark_name(data_dtype)} values but the column function "
+                f"was declared with dtype={dtype!r}; pass dtype={spark_name(data_dtype)!r}"
+            )
+        result = run_op(op, attributes, tensors)
+        if keep:
+            return tensor_array(result.values, result.layout, result.valid, result.messages)
+        if result.error_count:
+            row = result.failed[0]
+            raise RowError(f"{op} failed for {_describe_row(row_ids, row)}: {result.messages[row]}")
+        return tensor_array(result.values, result.layout, result.valid)
+
+    arrow_udf = getattr(F, "arrow_udf", None)
+    if arrow_udf is None:  # pragma: no cover - pyspark 4.0
+        raise ImportError("scatterkit's column functions need pyspark >= 4.1 (arrow_udf)")
+    return arrow_udf(compute, tensor_struct(dtype, with_error=keep))
+
+
+def apply_op(
+    op: str,
+    data: ColumnOrName,
+    updates: ColumnOrName,
+    indices: ColumnOrName | None = None,
+    *,
+    dtype: str = "float",
+    on_error: str = "fail",
+    row_id: ColumnOrName | None = None,
+    **attributes: Any,
+) -> Column:
+    """The versioned operation `op` (e.g. ``"ScatterElementsUpdate-3"``) on tensor columns.
+
+    `attributes` are the op's attributes (``axis``, ``reduction``, ``use_init_val``,
+    ``start``, ``stop``, ``step``); they are checked here, before any task runs.
+    """
+    if op not in OPS:
+        raise ValueError(f"unknown op {op!r}; expected one of {sorted(OPS)}")
+    if on_error not in ("fail", "keep"):
+        raise ValueError(f"on_error must be 'fail' or 'keep', got {on_error!r}")
+    info = OPS[op]
+    unknown = sorted(set(attributes) - info.attributes)
+    missing = sorted(info.required - set(attributes))
+    if unknown or missing:
+        raise ValueError(f"{op}: unknown attribute(s) {unknown}, missing {missing}")
+    columns = {"data": data, "indices": indices, "updates": updates}
+    if ("indices" in info.inputs) != (indices is not None):
+        raise ValueError(f"{op}: indices are {'required' if indices is None else 'not taken'}")
+    names = list(info.inputs)
+    _check_attributes(op, attributes, dtype)
+    fn = _make_udf(op, attributes, names, dtype, on_error == "keep", row_id is not None)
+    args = [_col(columns[n]) for n in names]
+    if row_id is not None:
+        args.append(_col(row_id))
+    return fn(*args)
+
+
+def _check_attributes(op: str, attributes: Mapping[str, Any], dtype: str) -> None:
+    """A zero-row dry run: bad attributes fail when the column is built, not in a task."""
+    value = numpy_dtype(dtype)
+    dtypes = {"data": value, "updates": value}
+    if "indices" in OPS[op].inputs:
+        dtypes["indices"] = np.dtype(np.int64)
+    dry_run(op, attributes, dtypes)
+
+
+def scatter_update(
+    data: ColumnOrName,
+    indices: ColumnOrName,
+    updates: ColumnOrName,
+    axis: int,
+    *,
+    dtype: str = "float",
+    on_error: str = "fail",
+    row_id: ColumnOrName | None = None,
+) -> Column:
+    """ScatterUpdate-3 on tensor columns (see `scatterkit.scatter_update`).
+
+    `dtype` is data's element type, `on_error` "fail" or "keep", `row_id` a column
+    naming rows in error messages (see the module documentation).
+    """
+    return apply_op(
+        "ScatterUpdate-3",
+        data,
+        updates,
+        indices,
+        dtype=dtype,
+        on_error=on_error,
+        row_id=row_id,
+        axis=axis,
+    )
+
+
+def scatter_elements_update(
+    data: ColumnOrName,
+    indices: ColumnOrName,
+    updates: ColumnOrName,
+    axis: int,
+    *,
+    reduction: str = "none",
+    use_init_val: bool = True,
+    dtype: str = "float",
+    on_error: str = "fail",
+    row_id: ColumnOrName | None = None,
+) -> Column:
+    """ScatterElementsUpdate-12 on tensor columns (see `scatterkit.scatter_elements_update`)."""
+    return apply_op(
+        "ScatterElementsUpdate-12",
+        data,
+        updates,
+        indices,
+        dtype=dtype,
+        on_error=on_error,
+        row_id=row_id,
+        axis=axis,
+        reduction=reduction,
+        use_init_val=use_init_val,
+    )
+
+
+def scatter_nd_update(
+    data: ColumnOrName,
+    indices: ColumnOrName,
+    updates: ColumnOrName,
+    *,
+    reduction: str = "none",
+    dtype: str = "float",
+    on_error: str = "fail",
+    row_id: ColumnOrName | None = None,
+) -> Column:
+    """ScatterNDUpdate-15 on tensor columns (see `scatterkit.scatter_nd_update`)."""
+    return apply_op(
+        "ScatterNDUpdate-15",
+        data,
+        updates,
+        indices,
+        dtype=dtype,
+        on_error=on_error,
+        row_id=row_id,
+        reduction=reduction,
+    )
+
+
+def slice_scatter(
+    data: ColumnOrName,
+    updates: ColumnOrName,
+    start: Any,
+    stop: Any,
+    step: Any,
+    axis: Any,
+    *,
+    dtype: str = "float",
+    on_error: str = "fail",
+    row_id: ColumnOrName | None = None,
+) -> Column:
+    """SliceScatter-15 on tensor columns (see `scatterkit.slice_scatter`)."""
+    return apply_op(
+        "SliceScatter-15",
+        data,
+        updates,
+        dtype=dtype,
+        on_error=on_error,
+        row_id=row_id,
+        start=start,
+        stop=stop,
+        step=step,
+        axis=axis,
+    )

@@ -1,0 +1,133 @@
+"""The main job: Parquet in, every step of a spec on each record batch, Parquet out."""
+
+from __future__ import annotations
+
+import functools
+import re
+import time
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ._pipeline import FILE_COLUMN, ROW_COLUMN, process_batches
+from ._plan import plan_job
+from ._stats import new_stats
+from .progress import Progress
+from .spec import JobSpec
+from .summary import JobSummary
+
+ON_ERROR = ("fail", "keep")
+
+
+class JobFailed(RuntimeError):
+    """The job stopped on a bad row (``on_error="fail"``); the message names it."""
+
+
+def transform(
+    df: DataFrame,
+    spec: JobSpec,
+    *,
+    on_error: str = "fail",
+    locate_rows: bool = False,
+    stats: Any = None,
+) -> DataFrame:
+    """`spec` applied to every row of `df` (lazily): one ``mapInArrow`` over all steps.
+
+    With ``on_error="keep"`` each step adds ``<output>_error`` (null, or the row's
+    message) and failed rows get a null result; with ``"fail"`` the first bad row
+    fails the job, named by ``spec.row_id``, or with `locate_rows` (a Parquet or other
+    file source) by its file and row index. `stats` is an optional accumulator
+    (see `scatterkit.spark._stats`) the executors report to.
+    """
+    if on_error not in ON_ERROR:
+        raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
+    keep = on_error == "keep"
+    locate = locate_rows and not keep and spec.row_id is None
+    plan, schema = plan_job(df.schema, spec, keep_errors=keep, locate_rows=locate)
+    # Only the columns the steps read or the output keeps travel to Python.
+    needed = [c for c in df.columns if c in plan.input_columns]
+    extra = []
+    if locate:
+        extra = [
+            F.col("_metadata.file_name").alias(FILE_COLUMN),
+            F.col("_metadata.row_index").alias(ROW_COLUMN),
+        ]
+    df = df.select(*[F.col(f"`{c}`") for c in needed], *extra)
+    return df.mapInArrow(functools.partial(process_batches, plan, stats), schema)
+
+
+def _path_bytes(spark: SparkSession, path: str) -> int | None:
+    """Bytes under a path on any Hadoop file system (None if it cannot be measured)."""
+    try:
+        jvm = spark.sparkContext._jvm
+        hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+        fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        return int(fs.getContentSummary(hadoop_path).getLength())
+    except Exception:  # measuring is a courtesy; never fail the job for it
+        return None
+
+
+def row_error_message(exc: BaseException) -> str | None:
+    """The `RowError` message inside a Spark failure, if that is why the job failed."""
+    found = re.search(r"RowError: (.+)", str(exc))
+    return found.group(1).strip() if found else None
+
+
+def run_job(
+    spark: SparkSession,
+    spec: JobSpec,
+    input_path: str,
+    output_path: str,
+    *,
+    on_error: str = "fail",
+    mode: str = "errorifexists",
+    progress: bool = True,
+) -> JobSummary:
+    """Reads Parquet at `input_path`, applies `spec`, writes Parquet to `output_path`.
+
+    Raises `JobFailed` naming the row and the reason when a row fails under
+    ``on_error="fail"`` (nothing is committed then). Returns the summary, whose
+    row counts come from the input and the written output.
+    """
+    source = spark.read.parquet(input_path)
+    stats = new_stats(spark)
+    result = transform(source, spec, on_error=on_error, locate_rows=True, stats=stats)
+    started = time.perf_counter()
+    try:
+        if progress:
+            with Progress(spark.sparkContext, label="job"):
+                result.write.mode(mode).parquet(output_path)
+        else:
+            result.write.mode(mode).parquet(output_path)
+    except Exception as exc:
+        message = row_error_message(exc)
+        if message is None:
+            raise
+        raise JobFailed(message) from None
+    seconds = time.perf_counter() - started
+    written = spark.read.parquet(output_path)
+    errors: dict[str, int] = {}
+    error_rows = 0
+    if on_error == "keep":
+        columns = [F.col(f"`{s.error_column}`") for s in spec.steps]
+        any_error = F.coalesce(*columns) if len(columns) > 1 else columns[0]
+        counts = written.select(*[F.count(c) for c in columns], F.count(any_error)).first()
+        errors = {s.output: int(n) for s, n in zip(spec.steps, counts)}
+        error_rows = int(counts[-1])
+    got: dict[str, Any] = stats.value
+    return JobSummary(
+        rows_in=source.count(),
+        rows_out=written.count(),
+        seconds=seconds,
+        errors=errors,
+        error_rows=error_rows,
+        tensor_bytes_in=got.get("bytes_in", 0),
+        tensor_bytes_out=got.get("bytes_out", 0),
+        input_bytes=_path_bytes(spark, input_path),
+        output_bytes=_path_bytes(spark, output_path),
+        batches=got.get("batches", 0),
+        executor_python_seconds=got.get("python_ms", 0) / 1000,
+        executor_modules=sorted(got.get("modules", set())),
+        executor_threads=sorted(got.get("threads", set())),
+    )

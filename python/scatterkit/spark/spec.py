@@ -1,0 +1,248 @@
+"""The job specification: a JSON list of steps, each one versioned operation.
+
+Example (``JOB.json``)::
+
+    {
+      "row_id": "user_id",
+      "passthrough": ["user_id"],
+      "steps": [
+        {"op": "ScatterElementsUpdate-12",
+         "attributes": {"axis": 0, "reduction": "sum"},
+         "inputs": {"data": {"fill": 0, "shape": [96], "dtype": "float"},
+                    "indices": "event_bucket", "updates": "event_amount"},
+         "output": "spend_sum"}
+      ]
+    }
+
+An input is a column name (a tensor struct ``<values, shape>`` or a plain array, a 1-D
+tensor), ``{"values": COL, "shape": COL}`` (two columns), or a constant
+``{"fill": X, "shape": [...], "dtype": "float"}``. A step may read an earlier step's output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._types import element_type
+
+
+class SpecError(ValueError):
+    """The job specification is malformed; the message names the offending entry."""
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    """What a versioned operation takes: its tensor inputs and attributes."""
+
+    inputs: tuple[str, ...]
+    required: frozenset[str]
+    optional: frozenset[str] = frozenset()
+
+    @property
+    def attributes(self) -> frozenset[str]:
+        return self.required | self.optional
+
+
+_ELEMENTS = ("data", "indices", "updates")
+OPS: dict[str, OpInfo] = {
+    "ScatterUpdate-3": OpInfo(_ELEMENTS, frozenset({"axis"})),
+    "ScatterElementsUpdate-3": OpInfo(_ELEMENTS, frozenset({"axis"})),
+    "ScatterElementsUpdate-12": OpInfo(
+        _ELEMENTS, frozenset({"axis"}), frozenset({"reduction", "use_init_val"})
+    ),
+    "ScatterNDUpdate-3": OpInfo(_ELEMENTS, frozenset()),
+    "ScatterNDUpdate-15": OpInfo(_ELEMENTS, frozenset(), frozenset({"reduction"})),
+    "SliceScatter-15": OpInfo(("data", "updates"), frozenset({"start", "stop", "step", "axis"})),
+}
+
+
+@dataclass(frozen=True)
+class Constant:
+    """The same tensor in every row: `shape` filled with `fill`, of Spark type `dtype`."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    fill: Any = 0
+
+
+@dataclass(frozen=True)
+class TensorInput:
+    """Where a step reads a tensor: one column, two columns, or a constant."""
+
+    column: str | None = None  # struct<values, shape> or a plain array (1-D rows)
+    values: str | None = None  # with `shape`: two separate columns
+    shape: str | None = None
+    constant: Constant | None = None
+
+    def columns(self) -> tuple[str, ...]:
+        """The input columns this tensor is read from."""
+        return tuple(c for c in (self.column, self.values, self.shape) if c)
+
+    def describe(self) -> str:
+        if self.constant is not None:
+            c = self.constant
+            return f"constant {c.dtype}{list(c.shape)} = {c.fill!r}"
+        if self.column is not None:
+            return f"column {self.column!r}"
+        return f"columns {self.values!r} (values) and {self.shape!r} (shape)"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One operation: its versioned name, attributes, tensor inputs and output column."""
+
+    op: str
+    inputs: Mapping[str, TensorInput]
+    output: str
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def error_column(self) -> str:
+        """The column holding this step's per-row error message (``--on-error keep``)."""
+        return f"{self.output}_error"
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """A whole job: steps applied in order to every row."""
+
+    steps: tuple[Step, ...]
+    row_id: str | None = None  # a column naming rows in error messages
+    passthrough: tuple[str, ...] | None = None  # input columns written out (None: all)
+
+    @classmethod
+    def from_dict(cls, spec: Mapping[str, Any]) -> JobSpec:
+        """Parses and checks a decoded JSON specification."""
+        _check_keys(spec, "job", {"steps"}, {"row_id", "passthrough"})
+        steps = spec["steps"]
+        if not isinstance(steps, list) or not steps:
+            raise SpecError("job: 'steps' must be a non-empty list")
+        parsed = tuple(_parse_step(s, f"steps[{i}]") for i, s in enumerate(steps))
+        row_id = spec.get("row_id")
+        if row_id is not None and not _is_name(row_id):
+            raise SpecError("job: 'row_id' must be a column name")
+        passthrough = spec.get("passthrough")
+        if passthrough is not None:
+            if not isinstance(passthrough, list) or not all(_is_name(c) for c in passthrough):
+                raise SpecError("job: 'passthrough' must be a list of column names")
+            passthrough = tuple(passthrough)
+        outputs: set[str] = set()
+        for i, step in enumerate(parsed):
+            for name in (step.output, step.error_column):
+                if name in outputs:
+                    raise SpecError(f"steps[{i}]: output column {name!r} is written twice")
+                outputs.add(name)
+        return cls(parsed, row_id, passthrough)
+
+    @classmethod
+    def from_json(cls, text: str) -> JobSpec:
+        """Parses a JSON document."""
+        try:
+            decoded = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SpecError(f"job: not valid JSON: {exc}") from None
+        if not isinstance(decoded, Mapping):
+            raise SpecError("job: the specification must be a JSON object")
+        return cls.from_dict(decoded)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> JobSpec:
+        """Reads a JSON file."""
+        with open(path, encoding="utf-8") as f:
+            return cls.from_json(f.read())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The specification as JSON-ready data (round-trips through `from_dict`)."""
+        out: dict[str, Any] = {"steps": [_step_dict(s) for s in self.steps]}
+        if self.row_id is not None:
+            out["row_id"] = self.row_id
+        if self.passthrough is not None:
+            out["passthrough"] = list(self.passthrough)
+        return out
+
+
+def _is_name(value: Any) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+def _check_keys(obj: Any, where: str, required: set[str], optional: set[str]) -> None:
+    if not isinstance(obj, Mapping):
+        raise SpecError(f"{where}: expected an object, got {type(obj).__name__}")
+    missing = sorted(required - set(obj))
+    if missing:
+        raise SpecError(f"{where}: missing {missing}")
+    unknown = sorted(set(obj) - required - optional)
+    if unknown:
+        raise SpecError(f"{where}: unknown key(s) {unknown}; allowed {sorted(required | optional)}")
+
+
+def _parse_input(raw: Any, where: str) -> TensorInput:
+    if _is_name(raw):
+        return TensorInput(column=raw)
+    if isinstance(raw, Mapping) and "fill" in raw:
+        _check_keys(raw, where, {"fill", "shape", "dtype"}, set())
+        shape = raw["shape"]
+        if not isinstance(shape, Sequence) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
+        ):
+            raise SpecError(f"{where}: 'shape' must be a list of non-negative integers")
+        try:
+            dtype = element_type(raw["dtype"])
+        except ValueError as exc:
+            raise SpecError(f"{where}: {exc}") from None
+        fill = raw["fill"]
+        if not isinstance(fill, (int, float, bool)):
+            raise SpecError(f"{where}: 'fill' must be a number or a boolean")
+        return TensorInput(constant=Constant(tuple(shape), dtype, fill))
+    if isinstance(raw, Mapping) and "values" in raw:
+        _check_keys(raw, where, {"values", "shape"}, set())
+        if not (_is_name(raw["values"]) and _is_name(raw["shape"])):
+            raise SpecError(f"{where}: 'values' and 'shape' must be column names")
+        return TensorInput(values=raw["values"], shape=raw["shape"])
+    if isinstance(raw, Mapping) and "column" in raw:
+        _check_keys(raw, where, {"column"}, set())
+        if not _is_name(raw["column"]):
+            raise SpecError(f"{where}: 'column' must be a column name")
+        return TensorInput(column=raw["column"])
+    raise SpecError(
+        f"{where}: expected a column name, {{'values': COL, 'shape': COL}} "
+        "or {'fill': X, 'shape': [...], 'dtype': T}"
+    )
+
+
+def _parse_step(raw: Any, where: str) -> Step:
+    _check_keys(raw, where, {"op", "inputs", "output"}, {"attributes"})
+    op = raw["op"]
+    if op not in OPS:
+        raise SpecError(f"{where}: unknown op {op!r}; expected one of {sorted(OPS)}")
+    info = OPS[op]
+    attributes = raw.get("attributes", {})
+    _check_keys(attributes, f"{where}.attributes", set(info.required), set(info.optional))
+    inputs = raw["inputs"]
+    _check_keys(inputs, f"{where}.inputs", set(info.inputs), set())
+    parsed = {k: _parse_input(v, f"{where}.inputs.{k}") for k, v in inputs.items()}
+    if not _is_name(raw["output"]):
+        raise SpecError(f"{where}: 'output' must be a column name")
+    return Step(op, parsed, raw["output"], dict(attributes))
+
+
+def _input_dict(t: TensorInput) -> Any:
+    if t.constant is not None:
+        c = t.constant
+        return {"fill": c.fill, "shape": list(c.shape), "dtype": c.dtype}
+    if t.column is not None:
+        return t.column
+    return {"values": t.values, "shape": t.shape}
+
+
+def _step_dict(step: Step) -> dict[str, Any]:
+    return {
+        "op": step.op,
+        "attributes": dict(step.attributes),
+        "inputs": {k: _input_dict(v) for k, v in step.inputs.items()},
+        "output": step.output,
+    }

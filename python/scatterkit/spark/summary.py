@@ -1,0 +1,67 @@
+"""What a job did: rows, bytes, time, errors and where the executors found scatterkit."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+def _mb(n: int | None) -> str:
+    return "?" if n is None else f"{n / 1e6:,.1f} MB"
+
+
+def _paths(paths: list[str], shown: int = 2) -> str:
+    if not paths:
+        return "?"
+    more = f" and {len(paths) - shown} more" if len(paths) > shown else ""
+    return ", ".join(paths[:shown]) + more
+
+
+@dataclass
+class JobSummary:
+    """The outcome of one run (rows are counted from the input and output themselves)."""
+
+    rows_in: int
+    rows_out: int
+    seconds: float
+    errors: dict[str, int] = field(default_factory=dict)  # step output -> rows kept in error
+    error_rows: int = 0  # rows with at least one error
+    tensor_bytes_in: int = 0  # tensor values read by the kernels
+    tensor_bytes_out: int = 0  # tensor values written by the kernels
+    input_bytes: int | None = None  # Parquet on storage
+    output_bytes: int | None = None
+    batches: int = 0
+    executor_python_seconds: float = 0.0  # summed over tasks: Arrow to tensors, kernels, back
+    executor_modules: list[str] = field(default_factory=list)  # sk.__file__ on executors
+    executor_threads: list[int] = field(default_factory=list)  # kernel threads per task
+
+    @property
+    def rows_per_second(self) -> float:
+        return self.rows_in / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def tensor_mb_per_second(self) -> float:
+        total = self.tensor_bytes_in + self.tensor_bytes_out
+        return total / 1e6 / self.seconds if self.seconds > 0 else 0.0
+
+    def lines(self) -> list[str]:
+        """The human-readable summary."""
+        errors = ", ".join(f"{k}: {v}" for k, v in self.errors.items() if v) or "none"
+        return [
+            f"rows      {self.rows_in:,} in, {self.rows_out:,} out"
+            + ("" if self.rows_in == self.rows_out else "  << ROW COUNT MISMATCH"),
+            f"errors    {self.error_rows:,} row(s) kept with errors (per step: {errors})",
+            f"bytes     tensors {_mb(self.tensor_bytes_in)} in, {_mb(self.tensor_bytes_out)} out;"
+            f" Parquet {_mb(self.input_bytes)} in, {_mb(self.output_bytes)} out",
+            f"time      {self.seconds:,.2f} s: {self.rows_per_second:,.0f} rows/s, "
+            f"{self.tensor_mb_per_second:,.1f} MB/s of tensors; {self.batches:,} Arrow batches, "
+            f"{self.executor_python_seconds:,.2f} s of task time in scatterkit",
+            f"executors scatterkit from {_paths(self.executor_modules)}; "
+            f"kernel threads per task {self.executor_threads or '?'}",
+        ]
+
+    def to_json(self) -> str:
+        data: dict[str, Any] = asdict(self)
+        data.update(rows_per_second=self.rows_per_second)
+        return json.dumps(data, indent=2, sort_keys=True)

@@ -1,0 +1,164 @@
+"""The main job on local Spark: Parquet in and out, bad rows kept or failing, the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from spark_helpers import list_array, pa, pq, spark, tensor_column, tensor_rows, write_parquet  # noqa: F401
+
+import scatterkit as sk
+from scatterkit.spark.cli import main
+from scatterkit.spark.job import JobFailed, run_job, transform
+from scatterkit.spark.spec import JobSpec
+
+SPEC = {
+    "steps": [
+        {
+            "op": "ScatterElementsUpdate-12",
+            "attributes": {"axis": 0, "reduction": "sum"},
+            "inputs": {
+                "data": {"fill": 0, "shape": [16], "dtype": "float"},
+                "indices": "bucket",
+                "updates": "amount",
+            },
+            "output": "hist",
+        },
+        {
+            "op": "ScatterNDUpdate-3",
+            "inputs": {"data": "grid", "indices": "cells", "updates": "vals"},
+            "output": "grid2",
+        },
+    ]
+}
+BAD_BUCKET_ROW, BAD_GRID_ROW = 7, 30
+
+
+def _table(rng, n: int = 60) -> tuple[dict, pa.Table]:
+    cols = {
+        "bucket": [
+            rng.integers(0, 16, int(rng.integers(0, 20))).astype(np.int32) for _ in range(n)
+        ],
+        "grid": [rng.random((6, 5)).astype(np.float32) for _ in range(n)],
+        "cells": [rng.integers(0, 6, (3, 1)) for _ in range(n)],
+        "vals": [rng.random((3, 5)).astype(np.float32) for _ in range(n)],
+    }
+    cols["amount"] = [rng.random(b.size).astype(np.float32) for b in cols["bucket"]]
+    cols["bucket"][BAD_BUCKET_ROW] = np.array([3, 16], np.int32)
+    cols["amount"][BAD_BUCKET_ROW] = np.ones(2, np.float32)
+    shapes = [g.shape for g in cols["grid"]]
+    shapes[BAD_GRID_ROW] = (5, 5)
+    table = pa.table(
+        {
+            "uid": pa.array(np.arange(n) * 10, pa.int64()),
+            "bucket": list_array(cols["bucket"], np.int32),
+            "amount": list_array(cols["amount"], np.float32),
+            "grid": tensor_column(cols["grid"], np.float32, shapes=shapes),
+            "cells": tensor_column(cols["cells"], np.int64),
+            "vals": tensor_column(cols["vals"], np.float32),
+        }
+    )
+    return cols, table
+
+
+def _check_output(cols, table: pa.Table, keep: bool) -> None:
+    table = table.sort_by("uid")
+    assert table.column("uid").to_pylist() == [10 * r for r in range(len(cols["grid"]))]
+    hist, grid2 = tensor_rows(table.column("hist")), tensor_rows(table.column("grid2"))
+    for r in range(len(cols["grid"])):
+        if r == BAD_BUCKET_ROW:
+            assert hist[r] is None
+            assert "index 16 is out of bounds" in table.column("hist_error")[r].as_py()
+        else:
+            want = sk.scatter_elements_update(
+                np.zeros(16, np.float32), cols["bucket"][r], cols["amount"][r], 0, reduction="sum"
+            )
+            assert np.array_equal(hist[r], want)
+        if r == BAD_GRID_ROW:
+            assert grid2[r] is None
+            assert "does not match its 30 values" in table.column("grid2_error")[r].as_py()
+        else:
+            want = sk.scatter_nd_update(cols["grid"][r], cols["cells"][r], cols["vals"][r])
+            assert np.array_equal(grid2[r], want)
+
+
+def test_run_job_keep_writes_every_row_with_errors_beside_results(spark, rng, tmp_path):  # noqa: F811
+    cols, table = _table(rng)
+    source = write_parquet(tmp_path / "in", table, files=3)
+    summary = run_job(
+        spark,
+        JobSpec.from_dict(SPEC),
+        str(source),
+        str(tmp_path / "out"),
+        on_error="keep",
+        progress=False,
+    )
+    assert summary.rows_in == summary.rows_out == table.num_rows
+    assert summary.errors == {"hist": 1, "grid2": 1}
+    assert summary.executor_threads == [1]  # spark.task.cpus = 1
+    assert summary.tensor_bytes_out > 0 and summary.batches >= 1
+    _check_output(cols, pq.read_table(tmp_path / "out"), keep=True)
+
+
+def test_run_job_fail_names_file_and_row_and_commits_nothing(spark, rng, tmp_path):  # noqa: F811
+    _, table = _table(rng)
+    source = write_parquet(tmp_path / "in", table, files=2)  # rows 0-29, 30-59
+    with pytest.raises(JobFailed) as info:
+        run_job(spark, JobSpec.from_dict(SPEC), str(source), str(tmp_path / "out"), progress=False)
+    message = str(info.value)
+    assert "failed for row " in message and "of file 'part-" in message
+    assert ("row 7 of file 'part-0.parquet'" in message) or (
+        "row 0 of file 'part-1.parquet'" in message
+    )
+    assert not (tmp_path / "out" / "_SUCCESS").exists()
+
+
+def test_transform_is_a_lazy_dataframe_with_only_needed_columns(spark, rng, tmp_path):  # noqa: F811
+    cols, table = _table(rng, n=40)
+    df = spark.read.parquet(str(write_parquet(tmp_path / "in", table, files=1)))
+    spec = JobSpec.from_dict({"row_id": "uid", "passthrough": [], "steps": SPEC["steps"][:1]})
+    out = transform(df, spec, on_error="keep")
+    assert out.columns == ["uid", "hist", "hist_error"]
+    rows = {r.uid: r for r in out.collect()}
+    assert rows[10 * BAD_BUCKET_ROW].hist is None
+    want = sk.scatter_elements_update(
+        np.zeros(16, np.float32), cols["bucket"][3], cols["amount"][3], 0, reduction="sum"
+    )
+    assert np.allclose(rows[30].hist.values, want)
+
+
+def test_cli_run_exit_codes_and_summary(spark, rng, tmp_path, capsys):  # noqa: F811
+    _, table = _table(rng, n=40)
+    source = write_parquet(tmp_path / "in", table, files=1)
+    spec_path = tmp_path / "job.json"
+    spec_path.write_text(json.dumps({"row_id": "uid", **SPEC}))
+    common = ["run", "--spec", str(spec_path), "--input", str(source), "--quiet"]
+
+    assert main([*common, "--output", str(tmp_path / "a")]) == 1
+    assert "job failed: step 1 (ScatterElementsUpdate-12 -> 'hist') failed for uid=70" in (
+        capsys.readouterr().err
+    )
+    summary_path = tmp_path / "summary.json"
+    code = main(
+        [
+            *common,
+            "--output",
+            str(tmp_path / "b"),
+            "--on-error",
+            "keep",
+            "--summary-json",
+            str(summary_path),
+        ]
+    )
+    assert code == 0
+    assert "40 in, 40 out" in capsys.readouterr().out
+    summary = json.loads(summary_path.read_text())
+    assert summary["rows_out"] == 40 and summary["error_rows"] == 2
+
+    assert main([*common, "--output", str(tmp_path / "b"), "--on-error", "keep"]) == 2
+    assert "already exists" in capsys.readouterr().err.lower()
+
+    spec_path.write_text(json.dumps({"steps": [{**SPEC["steps"][0], "op": "Nope-1"}]}))
+    assert main([*common, "--output", str(tmp_path / "c")]) == 2
+    assert "unknown op 'Nope-1'" in capsys.readouterr().err
