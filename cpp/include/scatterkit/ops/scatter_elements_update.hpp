@@ -71,34 +71,18 @@ inline ElementsLayout make_elements_layout(const Shape& data, const Shape& idx, 
   return l;
 }
 
-// A unit of work: lines [i0, i1) of outer position o, restricted to the
-// targets [t0, t1) along the axis. Work units never share a target.
+// A unit of work: lines [i0, i1) of outer position o. Work units never share
+// a target, since a target is only reached from its own line.
 struct LineBlock {
-  int64_t o, i0, i1, t0, t1;
-  bool owns_all_targets;
-  bool owns(int64_t target) const { return owns_all_targets || (target >= t0 && target < t1); }
+  int64_t o, i0, i1;
 };
 
-// Runs body(LineBlock) over the work, in parallel. With many lines, threads
-// split the lines; with fewer lines than threads (a 1-D histogram, say), each
-// line's targets are split into ranges and every range scans the whole line,
-// applying only its own updates, so C order per target is kept either way.
+// Runs body(LineBlock) over blocks of lines, in parallel. A few long lines (a
+// 1-D histogram, say) stay on one thread: splitting their targets between
+// threads would make every thread scan every update, which measured slower on
+// memory-bound cores, and a float fold in C order cannot split the updates.
 template <class Body>
 void for_each_line_block(const ElementsLayout& l, int64_t bytes, Body&& body) {
-  const int64_t lines = l.outer * l.inner;
-  const int threads = threads_for(int64_t(1) << 30, bytes);
-  if (threads > 1 && lines < 2 * threads && l.axis_size >= 2 * threads) {
-    const int64_t parts = threads;
-    parallel_for(lines * parts, bytes * parts, [&](int64_t b, int64_t e) {
-      for (int64_t item = b; item < e; ++item) {
-        const int64_t line = item / parts, part = item % parts;
-        const int64_t o = line / l.inner, i = line % l.inner;
-        body(LineBlock{o, i, i + 1, l.axis_size * part / parts, l.axis_size * (part + 1) / parts,
-                       false});
-      }
-    });
-    return;
-  }
   const int64_t blocks_per_outer = std::clamp<int64_t>(
       (64 + l.outer - 1) / std::max<int64_t>(1, l.outer), 1, std::max<int64_t>(1, l.inner));
   const int64_t per_block = (l.inner + blocks_per_outer - 1) / blocks_per_outer;
@@ -107,7 +91,7 @@ void for_each_line_block(const ElementsLayout& l, int64_t bytes, Body&& body) {
       const int64_t o = item / blocks_per_outer;
       const int64_t i0 = (item % blocks_per_outer) * per_block;
       const int64_t i1 = std::min(l.inner, i0 + per_block);
-      if (i0 < i1) body(LineBlock{o, i0, i1, 0, l.axis_size, true});
+      if (i0 < i1) body(LineBlock{o, i0, i1});
     }
   });
 }
@@ -155,8 +139,7 @@ void scatter_elements_move(const ElementsLayout& l, const I* idx, const char* up
   const int64_t width = int64_t(itemsize);
   for_each_line_block(l, bytes, [&](const LineBlock& blk) {
     char* base = out + l.outer_offset[size_t(blk.o)] * width;
-    visit_block(l, blk, idx, [&](int64_t a, int64_t t, int64_t p) {
-      if (!blk.owns(a)) return;
+    visit_block(l, blk, idx, [&](int64_t, int64_t t, int64_t p) {
       if constexpr (std::is_void_v<E>)
         std::memcpy(base + t * width, upd + p * width, itemsize);
       else
@@ -173,27 +156,14 @@ template <class Op, class T, class I>
 void fold_block_in_place(const ElementsLayout& l, const LineBlock& blk, const I* idx, const T* upd,
                          T* base, bool use_init_val) {
   if (!use_init_val)
-    visit_block(l, blk, idx, [&](int64_t a, int64_t t, int64_t) {
-      if (blk.owns(a)) base[t] = Op::identity();
-    });
-  if (blk.owns_all_targets) {
-    visit_block(l, blk, idx,
-                [&](int64_t, int64_t t, int64_t p) { base[t] = Op::combine(base[t], upd[p]); });
-    return;
-  }
-  // Updates of other ranges come in random order: a branch would mispredict
-  // often, so they fold into a sink instead.
-  T sink = Op::identity();
-  const uint64_t t0 = uint64_t(blk.t0), span = uint64_t(blk.t1 - blk.t0);
-  visit_block(l, blk, idx, [&](int64_t a, int64_t t, int64_t p) {
-    T& dst = uint64_t(a) - t0 < span ? base[t] : sink;
-    dst = Op::combine(dst, upd[p]);
-  });
+    visit_block(l, blk, idx, [&](int64_t, int64_t t, int64_t) { base[t] = Op::identity(); });
+  visit_block(l, blk, idx,
+              [&](int64_t, int64_t t, int64_t p) { base[t] = Op::combine(base[t], upd[p]); });
 }
 
 // Other reductions (mean, float16/bfloat16) fold in a per-block table of
-// (accumulator, count) slots indexed by (target along axis - t0, line); each
-// target is finalised (divided, rounded) exactly once.
+// (accumulator, count) slots indexed by (target along axis, line); each target
+// is finalised (divided, rounded) exactly once.
 template <class Op, class T, class I>
 void fold_block_in_table(const ElementsLayout& l, const LineBlock& blk, const I* idx, const T* upd,
                          T* base, bool use_init_val) {
@@ -202,26 +172,24 @@ void fold_block_in_table(const ElementsLayout& l, const LineBlock& blk, const I*
     Acc acc;
     uint32_t count;
   };
-  const int64_t span = blk.t1 - blk.t0;
+  const int64_t targets = l.axis_size;
   const int64_t width =
-      std::clamp<int64_t>(kScratchEntries / std::max<int64_t>(1, span), 1, blk.i1 - blk.i0);
-  std::vector<Slot> slots(size_t(span * width), Slot{Acc(0), 0});
+      std::clamp<int64_t>(kScratchEntries / std::max<int64_t>(1, targets), 1, blk.i1 - blk.i0);
+  std::vector<Slot> slots(size_t(targets * width), Slot{Acc(0), 0});
   // More updates than targets: start and finish every slot in ordered sweeps;
   // otherwise start each on its first update and finish by walking the updates.
-  const bool dense = l.along >= span;
+  const bool dense = l.along >= targets;
   for (int64_t w0 = blk.i0; w0 < blk.i1; w0 += width) {
-    const LineBlock part{blk.o,  w0,     std::min(blk.i1, w0 + width),
-                         blk.t0, blk.t1, blk.owns_all_targets};
+    const LineBlock part{blk.o, w0, std::min(blk.i1, w0 + width)};
+    auto slot_at = [&](int64_t a, int64_t i) -> Slot& { return slots[size_t(a * width + i - w0)]; };
     auto start = [&](int64_t t) { return use_init_val ? Op::load(base[t]) : Op::identity(); };
-    auto line_of = [&](int64_t p) { return p % l.inner - w0; };  // p's line within the part
+    auto line_of = [&](int64_t p) { return p % l.inner; };  // the line an update lies on
     if (dense)
-      for (int64_t a = blk.t0; a < blk.t1; ++a)
+      for (int64_t a = 0; a < targets; ++a)
         for (int64_t i = part.i0; i < part.i1; ++i)
-          slots[size_t((a - blk.t0) * width + (i - w0))].acc =
-              start(a * l.axis_stride + l.inner_at(i));
+          slot_at(a, i).acc = start(a * l.axis_stride + l.inner_at(i));
     visit_block(l, part, idx, [&](int64_t a, int64_t t, int64_t p) {
-      if (!blk.owns(a)) return;
-      Slot& slot = slots[size_t((a - blk.t0) * width + line_of(p))];
+      Slot& slot = slot_at(a, line_of(p));
       if (slot.count++ == 0 && !dense) slot.acc = start(t);
       slot.acc = Op::combine(slot.acc, upd[p]);
     });
@@ -231,13 +199,12 @@ void fold_block_in_table(const ElementsLayout& l, const LineBlock& blk, const I*
       slot.count = 0;
     };
     if (dense) {
-      for (int64_t a = blk.t0; a < blk.t1; ++a)
+      for (int64_t a = 0; a < targets; ++a)
         for (int64_t i = part.i0; i < part.i1; ++i)
-          finish(slots[size_t((a - blk.t0) * width + (i - w0))], a * l.axis_stride + l.inner_at(i));
+          finish(slot_at(a, i), a * l.axis_stride + l.inner_at(i));
     } else {
-      visit_block(l, part, idx, [&](int64_t a, int64_t t, int64_t p) {
-        if (blk.owns(a)) finish(slots[size_t((a - blk.t0) * width + line_of(p))], t);
-      });
+      visit_block(l, part, idx,
+                  [&](int64_t a, int64_t t, int64_t p) { finish(slot_at(a, line_of(p)), t); });
     }
   }
 }
