@@ -1,17 +1,17 @@
 // run_batch: one op over many ragged rows (the Spark executors' entry point).
+#include "scatterkit/batch.hpp"
+
 #include <pybind11/stl.h>
 
 #include <optional>
 
 #include "arrays.hpp"
-#include "scatterkit/batch.hpp"
 
 namespace scatterkit::bindings {
 
 namespace {
 
-const int64_t* int64_vector(const char* op, const py::array& a, const char* what,
-                            int64_t length) {
+const int64_t* int64_vector(const char* op, const py::array& a, const char* what, int64_t length) {
   require_c_contiguous(op, a, what);
   if (a.ndim() != 1 || a.dtype().kind() != 'i' || a.itemsize() != 8)
     throw TypeError(std::string(op) + ": " + what + " must be a 1-D int64 array");
@@ -56,10 +56,10 @@ void bind_batch(py::module_& m) {
       "run_batch",
       [](const std::string& kind, int64_t rows, const py::tuple& data,
          const std::optional<py::tuple>& indices, const py::tuple& updates, py::array& out,
-         const std::string& dtype, int64_t axis, const std::string& reduction,
-         bool use_init_val, bool allow_negative, const std::vector<int64_t>& starts,
-         const std::vector<int64_t>& stops, const std::vector<int64_t>& steps,
-         const std::vector<int64_t>& axes, const std::string& name) {
+         const std::string& dtype, int64_t axis, const std::string& reduction, bool use_init_val,
+         bool allow_negative, const std::vector<int64_t>& starts, const std::vector<int64_t>& stops,
+         const std::vector<int64_t>& steps, const std::vector<int64_t>& axes,
+         const std::string& name) {
         const char* op = name.c_str();
         BatchOp b;
         b.kind = kind_of(kind);
@@ -80,10 +80,14 @@ void bind_batch(py::module_& m) {
           i = ragged_of(op, *indices, "indices", rows);
           const py::array iv = (*indices)[0].cast<py::array>();
           const char k = iv.dtype().kind();
-          if (k == 'i' && iv.itemsize() == 4) b.index_type = IndexType::kInt32;
-          else if (k == 'i' && iv.itemsize() == 8) b.index_type = IndexType::kInt64;
-          else if (k == 'u' && iv.itemsize() == 8) b.index_type = IndexType::kUInt64;
-          else throw TypeError(std::string(op) + ": indices must be int32, int64 or uint64");
+          if (k == 'i' && iv.itemsize() == 4)
+            b.index_type = IndexType::kInt32;
+          else if (k == 'i' && iv.itemsize() == 8)
+            b.index_type = IndexType::kInt64;
+          else if (k == 'u' && iv.itemsize() == 8)
+            b.index_type = IndexType::kUInt64;
+          else
+            throw TypeError(std::string(op) + ": indices must be int32, int64 or uint64");
         }
         require_c_contiguous(op, out, "out");
         if (!out.writeable()) throw ValueError(std::string(op) + ": out is read-only");
