@@ -55,6 +55,22 @@ inline void* output_of(const char* op, py::array& out, const TensorRef& data) {
   return out.mutable_data();
 }
 
+// The checked views an indexed scatter binding hands to the core.
+struct ScatterArgs {
+  TensorRef data, updates;
+  IndexRef indices;
+  void* out;
+};
+
+inline ScatterArgs scatter_args(const char* op, const py::array& data, const py::array& indices,
+                                const py::array& updates, py::array& out,
+                                const std::string& dtype) {
+  ScatterArgs a{tensor_of(op, data, dtype, "data"), tensor_of(op, updates, dtype, "updates"),
+                indices_of(op, indices), nullptr};
+  a.out = output_of(op, out, a.data);
+  return a;
+}
+
 void bind_scatter_update(py::module_& m);
 void bind_scatter_elements_update(py::module_& m);
 void bind_scatter_nd_update(py::module_& m);

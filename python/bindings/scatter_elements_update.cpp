@@ -9,13 +9,11 @@ void bind_scatter_elements_update(py::module_& m) {
          py::array& out, const std::string& dtype, const std::string& reduction, bool use_init_val,
          bool allow_negative, const std::string& name) {
         const char* op = name.c_str();
-        const TensorRef d = tensor_of(op, data, dtype, "data");
-        const TensorRef u = tensor_of(op, updates, dtype, "updates");
-        const IndexRef i = indices_of(op, indices);
+        const ScatterArgs a = scatter_args(op, data, indices, updates, out, dtype);
         const Reduction r = reduction_from_name(reduction);
-        void* o = output_of(op, out, d);
         py::gil_scoped_release release;
-        scatter_elements_update(d, i, u, axis, o, r, use_init_val, OpOptions{allow_negative, op});
+        scatter_elements_update(a.data, a.indices, a.updates, axis, a.out, r, use_init_val,
+                                OpOptions{allow_negative, op});
       },
       py::arg("data"), py::arg("indices"), py::arg("updates"), py::arg("axis"), py::arg("out"),
       py::arg("dtype"), py::arg("reduction"), py::arg("use_init_val"), py::arg("allow_negative"),

@@ -9,13 +9,10 @@ void bind_scatter_nd_update(py::module_& m) {
          const std::string& dtype, const std::string& reduction, bool allow_negative,
          const std::string& name) {
         const char* op = name.c_str();
-        const TensorRef d = tensor_of(op, data, dtype, "data");
-        const TensorRef u = tensor_of(op, updates, dtype, "updates");
-        const IndexRef i = indices_of(op, indices);
+        const ScatterArgs a = scatter_args(op, data, indices, updates, out, dtype);
         const Reduction r = reduction_from_name(reduction);
-        void* o = output_of(op, out, d);
         py::gil_scoped_release release;
-        scatter_nd_update(d, i, u, o, r, OpOptions{allow_negative, op});
+        scatter_nd_update(a.data, a.indices, a.updates, a.out, r, OpOptions{allow_negative, op});
       },
       py::arg("data"), py::arg("indices"), py::arg("updates"), py::arg("out"), py::arg("dtype"),
       py::arg("reduction"), py::arg("allow_negative"), py::arg("name"),

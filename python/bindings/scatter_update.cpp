@@ -8,12 +8,9 @@ void bind_scatter_update(py::module_& m) {
       [](const py::array& data, const py::array& indices, const py::array& updates, int64_t axis,
          py::array& out, const std::string& dtype, bool allow_negative, const std::string& name) {
         const char* op = name.c_str();
-        const TensorRef d = tensor_of(op, data, dtype, "data");
-        const TensorRef u = tensor_of(op, updates, dtype, "updates");
-        const IndexRef i = indices_of(op, indices);
-        void* o = output_of(op, out, d);
+        const ScatterArgs a = scatter_args(op, data, indices, updates, out, dtype);
         py::gil_scoped_release release;
-        scatter_update(d, i, u, axis, o, OpOptions{allow_negative, op});
+        scatter_update(a.data, a.indices, a.updates, axis, a.out, OpOptions{allow_negative, op});
       },
       py::arg("data"), py::arg("indices"), py::arg("updates"), py::arg("axis"), py::arg("out"),
       py::arg("dtype"), py::arg("allow_negative"), py::arg("name"),

@@ -8,17 +8,15 @@ import numpy as np
 
 from . import _core
 from ._coerce import (
+    as_axis,
     as_data,
     as_indices,
-    as_int,
-    as_int_list,
     as_updates,
-    check_axis_range,
     check_bool,
     check_reduction,
-    clamp_int64,
     dtype_tag,
     execute,
+    slice_params,
 )
 
 ArrayLike = Any
@@ -28,7 +26,7 @@ def _scatter_update(data, indices, updates, axis, out, *, name):
     data = as_data(data, name)
     idx = as_indices(indices, name)
     upd = as_updates(updates, data.dtype, name)
-    ax = check_axis_range(as_int(axis, "axis", name), name)
+    ax = as_axis(axis, name)
     tag = dtype_tag(data.dtype)
 
     def kernel(src, dst):
@@ -43,7 +41,7 @@ def _scatter_elements_update(
     data = as_data(data, name)
     idx = as_indices(indices, name)
     upd = as_updates(updates, data.dtype, name)
-    ax = check_axis_range(as_int(axis, "axis", name), name)
+    ax = as_axis(axis, name)
     red = check_reduction(reduction, name)
     init = check_bool(use_init_val, "use_init_val", name)
     tag = dtype_tag(data.dtype)
@@ -70,20 +68,7 @@ def _scatter_nd_update(data, indices, updates, out, *, reduction, allow_negative
 def _slice_scatter(data, updates, start, stop, step, axis, out, *, name):
     data = as_data(data, name)
     upd = as_updates(updates, data.dtype, name)
-    params = {
-        key: as_int_list(value, key, name)
-        for key, value in (("start", start), ("stop", stop), ("step", step), ("axis", axis))
-    }
-    lengths = {len(v) for v in params.values()}
-    if len(lengths) != 1 or 0 in lengths:
-        raise ValueError(
-            f"{name}: start, stop, step and axis must be scalars or sequences of the same "
-            f"length >= 1, got lengths {[len(v) for v in params.values()]}"
-        )
-    starts = [clamp_int64(v) for v in params["start"]]
-    stops = [clamp_int64(v) for v in params["stop"]]
-    steps = [clamp_int64(v) for v in params["step"]]
-    axes = [check_axis_range(v, name) for v in params["axis"]]
+    starts, stops, steps, axes = slice_params(start, stop, step, axis, name)
     tag = dtype_tag(data.dtype)
 
     def kernel(src, dst):

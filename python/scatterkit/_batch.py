@@ -15,15 +15,14 @@ import numpy as np
 
 from . import _core
 from ._coerce import (
+    as_axis,
+    as_data,
     as_indices,
-    as_int,
-    as_int_list,
     as_updates,
-    check_axis_range,
     check_bool,
     check_reduction,
-    clamp_int64,
     dtype_tag,
+    slice_params,
 )
 
 
@@ -112,12 +111,7 @@ def run_batch(
         )
     kind, allow_negative, has_reductions = _BATCH_OPS[op]
     name = op
-    values = np.asarray(data.values)
-    if values.dtype.hasobject:
-        raise TypeError(f"{name}: object data is not supported")
-    if not values.dtype.isnative:
-        values = values.astype(values.dtype.newbyteorder("="))
-    values = np.require(values, requirements=["C", "A"])
+    values = np.require(as_data(data.values, name), requirements=["C", "A"])
     upd_values = as_updates(updates.values, values.dtype, name)
     red = check_reduction(reduction, name)
     if red != "none" and not has_reductions:
@@ -132,16 +126,9 @@ def run_batch(
     starts = stops = steps = axes = []
     ax = 0
     if kind == "slice_scatter":
-        params = [
-            as_int_list(v, k, name)
-            for k, v in (("start", start), ("stop", stop), ("step", step), ("axis", axis))
-        ]
-        if len({len(p) for p in params}) != 1 or not params[0]:
-            raise ValueError(f"{name}: start, stop, step and axis must have the same length >= 1")
-        starts, stops, steps = ([clamp_int64(v) for v in p] for p in params[:3])
-        axes = [check_axis_range(v, name) for v in params[3]]
+        starts, stops, steps, axes = slice_params(start, stop, step, axis, name)
     elif kind != "scatter_nd_update":
-        ax = check_axis_range(as_int(axis, "axis", name), name)
+        ax = as_axis(axis, name)
 
     out = np.empty_like(values)
     errors = _core.run_batch(

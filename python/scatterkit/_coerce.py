@@ -152,6 +152,30 @@ def check_axis_range(axis: int, op: str) -> int:
     return axis
 
 
+def as_axis(axis: Any, op: str) -> int:
+    """A scatter op's axis: one integer that fits int64 (the range is checked in C++)."""
+    return check_axis_range(as_int(axis, "axis", op), op)
+
+
+def slice_params(
+    start: Any, stop: Any, step: Any, axis: Any, op: str
+) -> tuple[list[int], list[int], list[int], list[int]]:
+    """slice_scatter's start/stop/step/axis: all scalars or sequences of one common length."""
+    params = {
+        key: as_int_list(value, key, op)
+        for key, value in (("start", start), ("stop", stop), ("step", step), ("axis", axis))
+    }
+    lengths = [len(v) for v in params.values()]
+    if len(set(lengths)) != 1 or lengths[0] == 0:
+        raise ValueError(
+            f"{op}: start, stop, step and axis must be scalars or sequences of the same "
+            f"length >= 1, got lengths {lengths}"
+        )
+    starts, stops, steps = ([clamp_int64(v) for v in params[k]] for k in ("start", "stop", "step"))
+    axes = [check_axis_range(v, op) for v in params["axis"]]
+    return starts, stops, steps, axes
+
+
 def check_bool(value: Any, name: str, op: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{op}: {name} must be a bool, got {type(value).__name__}")

@@ -142,14 +142,16 @@ inline void scatter_nd_update(const TensorRef& data, const IndexRef& indices,
     using I = typename decltype(tag)::type;
     using KI = kernel_index_t<I>;
     const I* raw = static_cast<const I*>(indices.data);
-    // Each coordinate against its own axis; the first offender in C order.
+    // Each coordinate against its own axis (the shared parallel scan), then,
+    // only on failure, the first offender in C order for the message.
+    const int64_t kk = int64_t(k);
     bool bad = false;
-    for (int64_t p = 0; p < tuples * int64_t(k); ++p)
-      bad |= !index_in_range(raw[p], data.shape[size_t(p % int64_t(k))],
-                             options.allow_negative_indices);
+    for (int64_t j = 0; j < kk && !bad; ++j)
+      bad = any_index_out_of_range(raw, tuples, kk, j, data.shape[size_t(j)],
+                                   options.allow_negative_indices);
     if (bad)
-      for (int64_t p = 0; p < tuples * int64_t(k); ++p) {
-        const int64_t axis = p % int64_t(k);
+      for (int64_t p = 0; p < tuples * kk; ++p) {
+        const int64_t axis = p % kk;
         if (!index_in_range(raw[p], data.shape[size_t(axis)], options.allow_negative_indices))
           throw_index_error(op, raw[p], axis, data.shape[size_t(axis)], unravel(p, indices.shape),
                             options.allow_negative_indices);
