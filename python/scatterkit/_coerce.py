@@ -182,9 +182,17 @@ def check_bool(value: Any, name: str, op: str) -> bool:
     return bool(value)
 
 
+_REDUCTIONS = ("none", "sum", "sub", "prod", "min", "max", "mean")
+
+
 def check_reduction(value: Any, op: str) -> str:
+    """A reduction name (whether this op has that reduction is checked in C++)."""
     if not isinstance(value, str):
         raise TypeError(f"{op}: reduction must be a string, got {type(value).__name__}")
+    if value not in _REDUCTIONS:
+        raise ValueError(
+            f"{op}: unknown reduction {value!r} (expected one of {', '.join(_REDUCTIONS)})"
+        )
     return value
 
 

@@ -598,6 +598,302 @@ for _name, _make in NON_ARITHMETIC.items():
             "reduction",
         )
 
+# --- generated: a bad index at every position, every extent off by one, every wrong type ---
+
+I64_MAX = 2**63 - 1
+# Three index ops over data of shape (3, 4, 5), each given its valid indices as a function of
+# where the bad value goes: the bad value replaces element `at` of the flat index list.
+_D345 = _f32(3, 4, 5)
+
+
+def _su_call(indices):
+    n = len(indices)
+    return lambda d, out: sk.scatter_update(d, indices, np.ones((3, n, 5), np.float32), 1, out=out)
+
+
+def _se_call(indices):
+    idx = np.asarray(indices).reshape(3, 1, 3)
+    return lambda d, out: sk.scatter_elements_update(
+        d, idx, np.ones(idx.shape, np.float32), 1, reduction="sum", out=out
+    )
+
+
+def _nd_call(indices):
+    # indices address axis 0 and 1; the bad value is put in the axis-1 column.
+    column = np.asarray(indices)
+    idx = np.stack([np.arange(len(column), dtype=column.dtype) % 3, column], axis=-1)
+    return lambda d, out: sk.scatter_nd_update(
+        d, idx, np.ones((len(column), 5), np.float32), out=out
+    )
+
+
+for _op, _make_call in (
+    ("scatter_update", _su_call),
+    ("scatter_elements", _se_call),
+    ("scatter_nd", _nd_call),
+):
+    for _where, _at in (("first", 0), ("middle", 4), ("last", 8)):
+        for _label, _bad, _dtype in (
+            ("beyond", 4, np.int64),
+            ("below-minus-dim", -5, np.int64),
+            ("int64-max", I64_MAX, np.int64),
+            ("int64-min", I64_MIN, np.int64),
+            ("uint64-max", U64_MAX, np.uint64),
+        ):
+            _values = [1, 2, 3, 0, 1, 2, 3, 0, 1]
+            _values[_at] = _bad
+            CASES[f"{_op}-{_label}-at-{_where}"] = Case(
+                _D345,
+                _make_call(np.array(_values, _dtype)),
+                IndexError,
+                f"index {_bad} is out of bounds for axis 1 with size 4",
+            )
+
+# Index arrays that are not integers: a TypeError naming the dtype, for every index op.
+_NON_INTEGER_INDICES = {
+    "float": np.array([0.0, 1.0, 2.0]),
+    "bool": np.array([True, False, True]),
+    "object": np.array([0, 1, 2], object),
+    "string": np.array(["0", "1", "2"]),
+    "bytes": np.array([b"0", b"1", b"2"]),
+    "complex": np.array([0j, 1j, 2j]),
+    "datetime": np.array([0, 1, 2], "datetime64[s]"),
+}
+for _kind, _idx in _NON_INTEGER_INDICES.items():
+    for _op, _call in (
+        (
+            "scatter_update",
+            lambda i: (
+                lambda d, out: sk.scatter_update(d, i, np.ones((3, 3, 5), np.float32), 1, out=out)
+            ),
+        ),
+        (
+            "scatter_elements",
+            lambda i: (
+                lambda d, out: sk.scatter_elements_update(
+                    d, i.reshape(1, 1, 3), np.ones((1, 1, 3), np.float32), 2, out=out
+                )
+            ),
+        ),
+        (
+            "scatter_nd",
+            lambda i: (
+                lambda d, out: sk.scatter_nd_update(
+                    d, i.reshape(1, 3), np.ones(1, np.float32), out=out
+                )
+            ),
+        ),
+    ):
+        CASES[f"{_op}-{_kind}-indices"] = Case(_D345, _call(_idx), TypeError, "indices must be")
+
+
+# Updates one longer or shorter in each dimension, or of one rank more or less.
+def _wrong_shapes(shape):
+    for dim in range(len(shape)):
+        for delta in (-1, 1):
+            wrong = list(shape)
+            wrong[dim] += delta
+            yield f"dim{dim}{delta:+d}", tuple(wrong)
+    yield "rank+1", (*shape, 1)
+    yield "rank-1", shape[1:]
+
+
+_EXPECTED_UPDATES = {
+    "scatter_update": (
+        (3, 2, 5),
+        lambda u: lambda d, out: sk.scatter_update(d, np.array([0, 3]), u, 1, out=out),
+    ),
+    "scatter_nd": (
+        (2, 4, 5),
+        lambda u: lambda d, out: sk.scatter_nd_update(d, np.array([[0], [2]]), u, out=out),
+    ),
+    "slice_scatter": (
+        (3, 2, 5),
+        lambda u: lambda d, out: sk.slice_scatter(d, u, 0, 4, 2, 1, out=out),
+    ),
+    "scatter_elements": (
+        (3, 2, 5),
+        lambda u: (
+            lambda d, out: sk.scatter_elements_update(
+                d, np.zeros((3, 2, 5), np.int64), u, 1, out=out
+            )
+        ),
+    ),
+}
+for _op, (_shape, _call) in _EXPECTED_UPDATES.items():
+    for _label, _wrong in _wrong_shapes(_shape):
+        CASES[f"{_op}-updates-{_label}"] = Case(
+            _D345, _call(np.ones(_wrong, np.float32)), ValueError, "updates shape"
+        )
+# ScatterElements' indices may be smaller than data but never larger, in any dimension but
+# the axis (DESIGN.md: indices.shape[d] <= data.shape[d] for d != axis).
+for _dim in range(3):
+    _ishape = [3, 4, 5]
+    _ishape[_dim] += 1
+    CASES[f"scatter_elements-indices-dim{_dim}-exceeds"] = Case(
+        _D345,
+        lambda d, out, s=tuple(_ishape), a=_dim: sk.scatter_elements_update(
+            d, np.zeros(s, np.int64), np.ones(s, np.float32), (a + 1) % 3, out=out
+        ),
+        ValueError,
+        "exceeds",
+    )
+
+# Attributes of the wrong type or form.
+_BAD_ATTRIBUTES = {
+    "scatter_update-axis-string": (
+        lambda d, out: sk.scatter_update(d, [0], np.ones((3, 1, 5), np.float32), "1", out=out),
+        TypeError,
+        "axis must be an integer",
+    ),
+    "scatter_update-axis-none": (
+        lambda d, out: sk.scatter_update(d, [0], np.ones((3, 1, 5), np.float32), None, out=out),
+        TypeError,
+        "axis must be an integer",
+    ),
+    "scatter_update-axis-beyond-int64": (
+        lambda d, out: sk.scatter_update(d, [0], np.ones((3, 1, 5), np.float32), 2**70, out=out),
+        ValueError,
+        "axis",
+    ),
+    "scatter_elements-axis-empty-array": (
+        lambda d, out: sk.scatter_elements_update(
+            d,
+            np.zeros((1, 1, 1), np.int64),
+            np.ones((1, 1, 1), np.float32),
+            np.array([], np.int64),
+            out=out,
+        ),
+        ValueError,
+        "axis must be a scalar",
+    ),
+    "slice_scatter-axis-negative-range": (
+        lambda d, out: sk.slice_scatter(d, np.ones((3, 4, 5), np.float32), 0, 9, 1, -4, out=out),
+        ValueError,
+        "axis",
+    ),
+    "slice_scatter-start-string": (
+        lambda d, out: sk.slice_scatter(d, np.ones((3, 4, 5), np.float32), "0", 9, 1, 1, out=out),
+        TypeError,
+        "start must be",
+    ),
+    "slice_scatter-stop-none": (
+        lambda d, out: sk.slice_scatter(d, np.ones((3, 4, 5), np.float32), 0, None, 1, 1, out=out),
+        TypeError,
+        "stop must be",
+    ),
+    "slice_scatter-step-float-array": (
+        lambda d, out: sk.slice_scatter(
+            d, np.ones((3, 4, 5), np.float32), 0, 9, np.array([1.0]), 1, out=out
+        ),
+        TypeError,
+        "step must be",
+    ),
+    "slice_scatter-start-2d": (
+        lambda d, out: sk.slice_scatter(
+            d, np.ones((3, 4, 5), np.float32), np.zeros((1, 1), np.int64), 9, 1, 1, out=out
+        ),
+        ValueError,
+        "start must be",
+    ),
+    "slice_scatter-step-zero-array": (
+        lambda d, out: sk.slice_scatter(
+            d, np.ones((3, 4, 5), np.float32), 0, 9, np.array([0]), 1, out=out
+        ),
+        ValueError,
+        "step",
+    ),
+    "scatter_elements-reduction-uppercase": (
+        lambda d, out: sk.scatter_elements_update(
+            d,
+            np.zeros((1, 1, 1), np.int64),
+            np.ones((1, 1, 1), np.float32),
+            0,
+            reduction="SUM",
+            out=out,
+        ),
+        ValueError,
+        "scatter_elements_update: unknown reduction 'SUM'",
+    ),
+    "scatter_elements-reduction-none-object": (
+        lambda d, out: sk.scatter_elements_update(
+            d,
+            np.zeros((1, 1, 1), np.int64),
+            np.ones((1, 1, 1), np.float32),
+            0,
+            reduction=None,
+            out=out,
+        ),
+        TypeError,
+        "reduction must be a string",
+    ),
+    "scatter_nd-reduction-int": (
+        lambda d, out: sk.scatter_nd_update(
+            d, np.array([[0]]), np.ones((1, 4, 5), np.float32), reduction=1, out=out
+        ),
+        TypeError,
+        "reduction must be a string",
+    ),
+    "scatter_nd-reduction-empty": (
+        lambda d, out: sk.scatter_nd_update(
+            d, np.array([[0]]), np.ones((1, 4, 5), np.float32), reduction="", out=out
+        ),
+        ValueError,
+        "unknown reduction",
+    ),
+    "scatter_elements-use-init-val-none": (
+        lambda d, out: sk.scatter_elements_update(
+            d,
+            np.zeros((1, 1, 1), np.int64),
+            np.ones((1, 1, 1), np.float32),
+            0,
+            reduction="max",
+            use_init_val=None,
+            out=out,
+        ),
+        TypeError,
+        "use_init_val must be a bool",
+    ),
+    "scatter_elements-use-init-val-array": (
+        lambda d, out: sk.scatter_elements_update(
+            d,
+            np.zeros((1, 1, 1), np.int64),
+            np.ones((1, 1, 1), np.float32),
+            0,
+            reduction="max",
+            use_init_val=np.array([True]),
+            out=out,
+        ),
+        TypeError,
+        "use_init_val must be a bool",
+    ),
+    "scatter_update-object-updates": (
+        lambda d, out: sk.scatter_update(d, [0], np.ones((3, 1, 5), object), 1, out=out),
+        TypeError,
+        "cannot cast updates",
+    ),
+    "slice_scatter-string-updates": (
+        lambda d, out: sk.slice_scatter(d, np.full((3, 4, 5), "x"), 0, 9, 1, 1, out=out),
+        TypeError,
+        "cannot cast updates",
+    ),
+    "scatter_nd-python-string-updates": (
+        lambda d, out: sk.scatter_nd_update(d, [[0]], "x", out=out),
+        TypeError,
+        "updates cannot be converted",
+    ),
+}
+for _name, (_call, _exc, _match) in _BAD_ATTRIBUTES.items():
+    CASES[_name] = Case(_D345, _call, _exc, _match)
+
+CASES["scatter_nd-0d-data"] = Case(
+    lambda: np.array(3.0, np.float32),
+    lambda d, out: sk.scatter_nd_update(d, np.zeros((1, 0), np.int64), np.float32(1), out=out),
+    ValueError,
+    "rank",
+)
+
+
 OBJECT_OPS = {
     "scatter_update": lambda d, out: sk.scatter_update(d, np.array([0]), d[:1].copy(), 0, out=out),
     "scatter_elements": lambda d, out: sk.scatter_elements_update(

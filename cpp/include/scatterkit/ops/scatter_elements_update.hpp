@@ -209,6 +209,33 @@ void fold_block_in_table(const ElementsLayout& l, const LineBlock& blk, const I*
   }
 }
 
+// The same fold for a few updates on a long axis, where a table over every
+// target would dwarf the inputs (and could exhaust memory): the block's updates
+// are sorted by target (stably, so each target still folds in C order).
+template <class Op, class T, class I>
+void fold_block_sorted(const ElementsLayout& l, const LineBlock& blk, const I* idx, const T* upd,
+                       T* base, bool use_init_val) {
+  struct Hit {
+    int64_t t, p;  // target offset, update position
+  };
+  std::vector<Hit> hits;
+  hits.reserve(size_t(l.along * (blk.i1 - blk.i0)));
+  visit_block(l, blk, idx, [&](int64_t, int64_t t, int64_t p) { hits.push_back({t, p}); });
+  std::stable_sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) { return a.t < b.t; });
+  for (size_t k = 0; k < hits.size();) {
+    const int64_t t = hits[k].t;
+    auto acc = use_init_val ? Op::load(base[t]) : Op::identity();
+    const size_t first = k;
+    for (; k < hits.size() && hits[k].t == t; ++k) acc = Op::combine(acc, upd[hits[k].p]);
+    base[t] = Op::store(acc, int64_t(k - first) + (use_init_val ? 1 : 0));
+  }
+}
+
+// A table of accumulators only pays when the axis is short or densely hit.
+inline bool accumulator_table_fits(const ElementsLayout& l) {
+  return l.axis_size <= kScratchEntries || l.axis_size <= 4 * l.along;
+}
+
 template <class Op, class T, class I>
 void scatter_elements_reduce(const ElementsLayout& l, const I* idx, const T* upd, T* out,
                              bool use_init_val, int64_t bytes) {
@@ -216,8 +243,10 @@ void scatter_elements_reduce(const ElementsLayout& l, const I* idx, const T* upd
     T* base = out + l.outer_offset[size_t(blk.o)];
     if constexpr (folds_in_place_v<Op, T>)
       fold_block_in_place<Op>(l, blk, idx, upd, base, use_init_val);
-    else
+    else if (accumulator_table_fits(l))
       fold_block_in_table<Op>(l, blk, idx, upd, base, use_init_val);
+    else
+      fold_block_sorted<Op>(l, blk, idx, upd, base, use_init_val);
   });
 }
 

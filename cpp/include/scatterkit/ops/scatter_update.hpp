@@ -11,6 +11,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "scatterkit/copy.hpp"
@@ -29,24 +31,52 @@ std::vector<int64_t> last_writer_per_target(const I* indices, int64_t n, int64_t
   return winner;
 }
 
+using Writers = std::vector<std::pair<int64_t, int64_t>>;  // (target, last j), by target
+
+// The same as last_writer_per_target, but sized by the indices rather than by
+// the axis: for a few indices into a long axis, where a table over every
+// target would dwarf the inputs (and could exhaust memory).
+template <class I>
+Writers last_writers_sorted(const I* indices, int64_t n, int64_t targets) {
+  Writers hits(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) hits[size_t(j)] = {wrap_index(indices[j], targets), j};
+  std::sort(hits.begin(), hits.end());  // by target, then by j: the last of a run wins
+  size_t kept = 0;
+  for (size_t k = 0; k < hits.size(); ++k)
+    if (k + 1 == hits.size() || hits[k + 1].first != hits[k].first) hits[kept++] = hits[k];
+  hits.resize(kept);
+  return hits;
+}
+
+// A table of winners only pays when the axis is short or densely hit.
+inline bool winner_table_fits(int64_t targets, int64_t n) {
+  constexpr int64_t kAlwaysTable = int64_t(1) << 16;
+  return targets <= kAlwaysTable || targets <= 4 * n;
+}
+
+// Writes only the winning slabs over `out` (which already holds data): cost
+// proportional to the updates.
+inline void write_winners(char* out, const char* updates, const Writers& writers, int64_t outer,
+                          int64_t targets, int64_t n, int64_t slab_bytes) {
+  const int64_t w = int64_t(writers.size());
+  parallel_for(outer * w, outer * w * slab_bytes * 2, [&](int64_t b, int64_t e) {
+    for (int64_t item = b; item < e; ++item) {
+      const int64_t o = item / w;
+      const auto [t, j] = writers[size_t(item % w)];
+      std::memcpy(out + (o * targets + t) * slab_bytes, updates + (o * n + j) * slab_bytes,
+                  size_t(slab_bytes));
+    }
+  });
+}
+
 inline void scatter_update_slabs(const char* data, char* out, const char* updates,
                                  const std::vector<int64_t>& winner, int64_t outer, int64_t targets,
                                  int64_t n, int64_t slab_bytes) {
-  const bool in_place = data == out;
-  if (in_place) {
-    // Only the winners move: cost proportional to the updates.
-    std::vector<int64_t> written;  // pairs (target, j)
+  if (data == out) {  // in place
+    Writers writers;
     for (int64_t t = 0; t < targets; ++t)
-      if (winner[size_t(t)] >= 0) written.insert(written.end(), {t, winner[size_t(t)]});
-    const int64_t w = int64_t(written.size() / 2);
-    parallel_for(outer * w, outer * w * slab_bytes * 2, [&](int64_t b, int64_t e) {
-      for (int64_t item = b; item < e; ++item) {
-        const int64_t o = item / w, k = item % w;
-        const int64_t t = written[size_t(2 * k)], j = written[size_t(2 * k + 1)];
-        std::memcpy(out + (o * targets + t) * slab_bytes, updates + (o * n + j) * slab_bytes,
-                    size_t(slab_bytes));
-      }
-    });
+      if (winner[size_t(t)] >= 0) writers.emplace_back(t, winner[size_t(t)]);
+    write_winners(out, updates, writers, outer, targets, n, slab_bytes);
     return;
   }
   // Out of place: blocks of targets written front to back; runs of untargeted
@@ -110,17 +140,29 @@ inline void scatter_update(const TensorRef& data, const IndexRef& indices, const
       product(data.shape, size_t(axis) + 1, data.shape.size()) * int64_t(data.itemsize);
   if (numel(data.shape) != 0 && out == nullptr) throw_value_error(op, "out is a null pointer");
 
+  const bool table = winner_table_fits(targets, n);
   std::vector<int64_t> winner;
+  Writers writers;
   visit_index(indices.type, [&](auto tag) {
     using I = typename decltype(tag)::type;
     const I* idx = static_cast<const I*>(indices.data);
     check_indices(op, idx, n, 1, 0, targets, axis, indices.shape, options.allow_negative_indices);
-    winner = last_writer_per_target(reinterpret_cast<const kernel_index_t<I>*>(idx), n, targets);
+    const auto* kidx = reinterpret_cast<const kernel_index_t<I>*>(idx);
+    if (table)
+      winner = last_writer_per_target(kidx, n, targets);
+    else
+      writers = last_writers_sorted(kidx, n, targets);
   });
   if (numel(data.shape) == 0) return;
-  scatter_update_slabs(static_cast<const char*>(data.data), static_cast<char*>(out),
-                       static_cast<const char*>(updates.data), winner, outer, targets, n,
-                       slab_bytes);
+  const char* src = static_cast<const char*>(data.data);
+  char* dst = static_cast<char*>(out);
+  const char* upd = static_cast<const char*>(updates.data);
+  if (table) {
+    scatter_update_slabs(src, dst, upd, winner, outer, targets, n, slab_bytes);
+  } else {
+    parallel_copy(dst, src, outer * targets * slab_bytes);
+    write_winners(dst, upd, writers, outer, targets, n, slab_bytes);
+  }
 }
 
 }  // namespace scatterkit
