@@ -9,9 +9,9 @@
 // the copy of data is fused with the scatter and no slab is written twice.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <algorithm>
 #include <utility>
 #include <vector>
 
