@@ -78,3 +78,60 @@ def test_sparse_updates_allocate_little():
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     assert data[5] == 3 and data[199_999_999] == 4  # mean(3, 4, 6) rounds down
     assert grown_mb < 100, f"peak memory grew by {grown_mb:.0f} MB"
+
+
+# --- many updates into few targets: validation fused into the fold ---------------------------
+# When the indices outweigh data four to one, the in-place reductions fold into a scratch copy
+# of data, checking each index as they read it, and copy the result out only if all were valid.
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64, np.uint64])
+@pytest.mark.parametrize("reduction", ["sum", "prod", "min", "max"])
+@pytest.mark.parametrize("use_init_val", [True, False])
+def test_histogram_matches_reference(index_dtype, reduction, use_init_val):
+    rng = np.random.default_rng(11)
+    bins = 50
+    data = rng.integers(-3, 4, (2, bins)).astype(np.int32)
+    low = 0 if index_dtype == np.uint64 else -bins
+    idx = rng.integers(low, bins, (2, 2000)).astype(index_dtype)
+    upd = rng.integers(-3, 4, idx.shape).astype(np.int32)
+    expected = ref_scatter_elements_update(
+        data, idx, upd, 1, reduction=reduction, use_init_val=use_init_val
+    )
+    for threads in (1, 2):
+        sk.set_num_threads(threads)
+        res = sk.scatter_elements_update(
+            data, idx, upd, 1, reduction=reduction, use_init_val=use_init_val
+        )
+        assert_same(res, expected)
+
+
+@pytest.mark.parametrize(
+    ("index_dtype", "bad"),
+    [(np.int64, 50), (np.int64, -51), (np.int32, 2**31 - 1), (np.uint64, 2**64 - 1)],
+)
+@pytest.mark.parametrize("where", [0, 999, 1999])
+@pytest.mark.parametrize("in_place", [False, True])
+def test_histogram_bad_index_writes_nothing(index_dtype, bad, where, in_place):
+    data = np.arange(50, dtype=np.float32)
+    idx = (np.arange(2000) % 50).astype(index_dtype)
+    idx[where] = bad
+    out = data if in_place else np.full(50, -7.0, np.float32)
+    before = out.copy()
+    with pytest.raises(
+        IndexError, match=f"index {bad} is out of bounds .*at indices\\[{where}\\]"
+    ):
+        sk.scatter_elements_update(
+            data, idx, np.ones(2000, np.float32), 0, reduction="sum", out=out
+        )
+    assert_same(out, before)
+
+
+def test_histogram_v3_rejects_negative_index():
+    se3 = sk.get_op("ScatterElementsUpdate-3")
+    idx = np.zeros(1000, np.int64)
+    idx[500] = -1
+    data = np.zeros(10, np.float32)
+    with pytest.raises(IndexError, match="negative indices are not allowed"):
+        se3(data, idx, np.ones(1000, np.float32), 0, out=data)
+    assert not data.any()

@@ -69,7 +69,7 @@ template <class V>
     s << "is empty";
   else
     s << '[' << (allow_negative ? -size : 0) << ", " << size - 1 << ']';
-  if (!allow_negative && value < V(0) && -static_cast<int64_t>(value) <= size)
+  if (!allow_negative && value < V(0) && static_cast<int64_t>(value) >= -size)
     s << "; negative indices are not allowed in this operation version";
   s << ')';
   throw IndexError(s.str());

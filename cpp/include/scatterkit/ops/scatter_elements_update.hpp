@@ -11,8 +11,10 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "scatterkit/copy.hpp"
@@ -96,22 +98,34 @@ void for_each_line_block(const ElementsLayout& l, int64_t bytes, Body&& body) {
   });
 }
 
+// Accepts every index: the indices were validated in a pass of their own.
+struct Prevalidated {
+  template <class I>
+  constexpr bool operator()(I) const {
+    return true;
+  }
+};
+
 // Calls f(a, t, p) for every update of the block, in C order within each line:
 // a is its target coordinate along the axis, t the target's data offset from
 // the block's outer base (elements) and p the update's position. The loops are
-// kept tight: a one-line block walks its line with a stride.
-template <class I, class F>
-inline void visit_block(const ElementsLayout& l, const LineBlock& blk, const I* idx, F&& f) {
+// kept tight: a one-line block walks its line with a stride. Stops and returns
+// false at the first index that `valid` rejects.
+template <class I, class F, class Valid = Prevalidated>
+inline bool visit_block(const ElementsLayout& l, const LineBlock& blk, const I* idx, F&& f,
+                        Valid valid = {}) {
   const int64_t size = l.axis_size, stride = l.axis_stride, inner = l.inner, along = l.along;
   const int64_t first = blk.o * along * inner;
   if (blk.i1 - blk.i0 == 1) {
     const int64_t offset = l.inner_at(blk.i0);
     const I* column = idx + first + blk.i0;
     for (int64_t j = 0, p = first + blk.i0; j < along; ++j, p += inner) {
-      const int64_t a = wrap_index(column[j * inner], size);
+      const I v = column[j * inner];
+      if (!valid(v)) return false;
+      const int64_t a = wrap_index(v, size);
       f(a, a * stride + offset, p);
     }
-    return;
+    return true;
   }
   const int64_t* inner_offset = l.inner_offset.empty() ? nullptr : l.inner_offset.data();
   for (int64_t j = 0; j < along; ++j) {
@@ -119,16 +133,19 @@ inline void visit_block(const ElementsLayout& l, const LineBlock& blk, const I* 
     const I* line = idx + row;
     if (inner_offset == nullptr) {
       for (int64_t i = blk.i0; i < blk.i1; ++i) {
+        if (!valid(line[i])) return false;
         const int64_t a = wrap_index(line[i], size);
         f(a, a * stride + i, row + i);
       }
     } else {
       for (int64_t i = blk.i0; i < blk.i1; ++i) {
+        if (!valid(line[i])) return false;
         const int64_t a = wrap_index(line[i], size);
         f(a, a * stride + inner_offset[i], row + i);
       }
     }
   }
+  return true;
 }
 
 // reduction = none: element moves, last write along the line wins.
@@ -152,13 +169,17 @@ void scatter_elements_move(const ElementsLayout& l, const I* idx, const char* up
 constexpr int64_t kScratchEntries = int64_t(1) << 18;
 
 // Reductions whose accumulator is the element type fold directly on the output.
-template <class Op, class T, class I>
-void fold_block_in_place(const ElementsLayout& l, const LineBlock& blk, const I* idx, const T* upd,
-                         T* base, bool use_init_val) {
-  if (!use_init_val)
-    visit_block(l, blk, idx, [&](int64_t, int64_t t, int64_t) { base[t] = Op::identity(); });
-  visit_block(l, blk, idx,
-              [&](int64_t, int64_t t, int64_t p) { base[t] = Op::combine(base[t], upd[p]); });
+// Returns false at the first index `valid` rejects (base is then half folded).
+template <class Op, class T, class I, class Valid = Prevalidated>
+bool fold_block_in_place(const ElementsLayout& l, const LineBlock& blk, const I* idx, const T* upd,
+                         T* base, bool use_init_val, Valid valid = {}) {
+  if (!use_init_val &&
+      !visit_block(
+          l, blk, idx, [&](int64_t, int64_t t, int64_t) { base[t] = Op::identity(); }, valid))
+    return false;
+  return visit_block(
+      l, blk, idx, [&](int64_t, int64_t t, int64_t p) { base[t] = Op::combine(base[t], upd[p]); },
+      valid);
 }
 
 // Other reductions (mean, float16/bfloat16) fold in a per-block table of
@@ -236,6 +257,36 @@ inline bool accumulator_table_fits(const ElementsLayout& l) {
   return l.axis_size <= kScratchEntries || l.axis_size <= 4 * l.along;
 }
 
+// Whether to fold with validation fused in (reduce_via_scratch): when data is
+// small next to its indices (a histogram: 10M updates into 1M bins), where a
+// separate validation pass would read the indices twice.
+inline bool fused_validation_pays(int64_t data_bytes, int64_t index_bytes) {
+  return 4 * data_bytes <= index_bytes;
+}
+
+// Folds into a scratch copy of data, checking each index as it is read, and
+// copies the result to `out` only if every index was valid: a bad index still
+// leaves `out` untouched, and the caller then reports it. `idx` has the
+// indices' own type (uint64 is checked as unsigned).
+template <class Op, class T, class I>
+bool reduce_via_scratch(const ElementsLayout& l, const I* idx, const T* upd, const T* data, T* out,
+                        int64_t count, bool use_init_val, bool allow_negative, int64_t bytes) {
+  const std::unique_ptr<T[]> scratch(new T[size_t(count)]);  // not vector<T>: T may be bool
+  parallel_copy(scratch.get(), data, count * int64_t(sizeof(T)));
+  const int64_t size = l.axis_size;
+  auto valid = [&](I v) { return index_in_range(v, size, allow_negative); };
+  std::atomic<bool> bad{false};
+  for_each_line_block(l, bytes, [&](const LineBlock& blk) {
+    if (bad.load(std::memory_order_relaxed)) return;
+    T* base = scratch.get() + l.outer_offset[size_t(blk.o)];
+    if (!fold_block_in_place<Op>(l, blk, idx, upd, base, use_init_val, valid))
+      bad.store(true, std::memory_order_relaxed);
+  });
+  if (bad.load()) return false;
+  parallel_copy(out, scratch.get(), count * int64_t(sizeof(T)));
+  return true;
+}
+
 template <class Op, class T, class I>
 void scatter_elements_reduce(const ElementsLayout& l, const I* idx, const T* upd, T* out,
                              bool use_init_val, int64_t bytes) {
@@ -284,16 +335,25 @@ inline void scatter_elements_update(const TensorRef& data, const IndexRef& indic
     throw_value_error(op, "reductions support at most 4294967293 updates along the axis");
   if (numel(data.shape) != 0 && out == nullptr) throw_value_error(op, "out is a null pointer");
 
+  const int64_t data_bytes = numel(data.shape) * int64_t(data.itemsize);
   visit_index(indices.type, [&](auto tag) {
     using I = typename decltype(tag)::type;
     using KI = kernel_index_t<I>;
-    check_indices(op, static_cast<const I*>(indices.data), n, 1, 0, data.shape[size_t(axis)], axis,
-                  indices.shape, options.allow_negative_indices);
-    // Validated: from here on nothing throws but allocation.
-    parallel_copy(out, data.data, numel(data.shape) * int64_t(data.itemsize));
+    const I* raw = static_cast<const I*>(indices.data);
+    auto validate = [&] {
+      check_indices(op, raw, n, 1, 0, data.shape[size_t(axis)], axis, indices.shape,
+                    options.allow_negative_indices);
+    };
+    const bool fuse = reduction != Reduction::kNone && n > 0 &&
+                      fused_validation_pays(data_bytes, n * int64_t(sizeof(I)));
+    if (!fuse) {
+      validate();
+      // Validated: from here on nothing throws but allocation.
+      parallel_copy(out, data.data, data_bytes);
+    }
     if (n == 0) return;
     const ElementsLayout layout = make_elements_layout(data.shape, indices.shape, size_t(axis));
-    const KI* idx = static_cast<const KI*>(indices.data);
+    const KI* idx = reinterpret_cast<const KI*>(raw);
     const int64_t bytes = n * int64_t(data.itemsize * 2 + sizeof(KI));
     if (reduction == Reduction::kNone) {
       visit_width(data.itemsize, [&](auto width) {
@@ -306,9 +366,20 @@ inline void scatter_elements_update(const TensorRef& data, const IndexRef& indic
     visit_arithmetic(op, data.dtype, [&](auto type) {
       using T = typename decltype(type)::type;
       visit_reduction<T>(op, reduction, [&](auto red) {
-        scatter_elements_reduce<typename decltype(red)::type>(
-            layout, idx, static_cast<const T*>(updates.data), static_cast<T*>(out), use_init_val,
-            bytes);
+        using Op = typename decltype(red)::type;
+        const T* upd = static_cast<const T*>(updates.data);
+        if (fuse) {
+          if constexpr (folds_in_place_v<Op, T>) {
+            if (!reduce_via_scratch<Op>(layout, raw, upd, static_cast<const T*>(data.data),
+                                        static_cast<T*>(out), numel(data.shape), use_init_val,
+                                        options.allow_negative_indices, bytes))
+              validate();  // throws, naming the first bad index
+            return;
+          }
+          validate();
+          parallel_copy(out, data.data, data_bytes);
+        }
+        scatter_elements_reduce<Op>(layout, idx, upd, static_cast<T*>(out), use_init_val, bytes);
       });
     });
   });
