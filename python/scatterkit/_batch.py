@@ -67,21 +67,35 @@ class Ragged:
         )
         return self.values[self.offsets[r] : self.offsets[r + 1]].reshape(shape)
 
-    def _parts(self, values: np.ndarray) -> tuple[np.ndarray, ...]:
-        def int64(a: np.ndarray) -> np.ndarray:
-            return np.require(a, dtype=np.int64, requirements=["C", "A"])
+    def _parts(self, values: np.ndarray, op: str) -> tuple[np.ndarray, ...]:
+        def int64(a: Any, name: str) -> np.ndarray:
+            arr = np.asarray(a)
+            if arr.dtype.kind not in "iu" and not (arr.size == 0 and arr.dtype.kind == "f"):
+                raise TypeError(f"{op}: Ragged {name} must be integers, got dtype {arr.dtype}")
+            if arr.dtype == np.uint64 and arr.size and arr.max() > np.iinfo(np.int64).max:
+                raise ValueError(f"{op}: Ragged {name} hold a value beyond int64")
+            return np.require(arr, dtype=np.int64, requirements=["C", "A"])
 
-        return (values, int64(self.offsets), int64(self.shapes), int64(self.shape_offsets))
+        return (
+            values,
+            int64(self.offsets, "offsets"),
+            int64(self.shapes, "shapes"),
+            int64(self.shape_offsets, "shape_offsets"),
+        )
 
 
-# Versioned names -> (kernel, negative indices allowed, reductions allowed).
+# Versioned names -> (kernel, negative indices allowed, reductions of that version).
 _BATCH_OPS = {
-    "ScatterUpdate-3": ("scatter_update", False, False),
-    "ScatterElementsUpdate-3": ("scatter_elements_update", False, False),
-    "ScatterElementsUpdate-12": ("scatter_elements_update", True, True),
-    "ScatterNDUpdate-3": ("scatter_nd_update", False, False),
-    "ScatterNDUpdate-15": ("scatter_nd_update", True, True),
-    "SliceScatter-15": ("slice_scatter", True, False),
+    "ScatterUpdate-3": ("scatter_update", False, ("none",)),
+    "ScatterElementsUpdate-3": ("scatter_elements_update", False, ("none",)),
+    "ScatterElementsUpdate-12": (
+        "scatter_elements_update",
+        True,
+        ("none", "sum", "prod", "min", "max", "mean"),
+    ),
+    "ScatterNDUpdate-3": ("scatter_nd_update", False, ("none",)),
+    "ScatterNDUpdate-15": ("scatter_nd_update", True, ("none", "sum", "sub", "prod", "min", "max")),
+    "SliceScatter-15": ("slice_scatter", True, ("none",)),
 }
 
 
@@ -109,34 +123,44 @@ def run_batch(
         raise ValueError(
             f"run_batch: unknown operation {op!r}; expected one of {sorted(_BATCH_OPS)}"
         )
-    kind, allow_negative, has_reductions = _BATCH_OPS[op]
+    kind, allow_negative, reductions = _BATCH_OPS[op]
     name = op
     values = np.require(as_data(data.values, name), requirements=["C", "A"])
     upd_values = as_updates(updates.values, values.dtype, name)
     red = check_reduction(reduction, name)
-    if red != "none" and not has_reductions:
-        raise ValueError(f"{name}: this operation version has no reduction (got {red!r})")
+    if red not in reductions:
+        if reductions == ("none",):
+            raise ValueError(f"{name}: this operation version has no reduction (got {red!r})")
+        raise ValueError(
+            f"{name}: reduction {red!r} is not one of this version's ({', '.join(reductions)})"
+        )
     init = check_bool(use_init_val, "use_init_val", name)
 
     idx_parts = None
     if kind != "slice_scatter":
         if indices is None:
             raise ValueError(f"{name}: indices are required")
-        idx_parts = indices._parts(as_indices(indices.values, name))
+        idx_parts = indices._parts(as_indices(indices.values, name), name)
     starts = stops = steps = axes = []
     ax = 0
     if kind == "slice_scatter":
         starts, stops, steps, axes = slice_params(start, stop, step, axis, name)
+        # What is wrong for every row is an error of the call, not of each row.
+        if 0 in steps:
+            raise ValueError(f"{name}: step must not be 0")
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"{name}: axes must be distinct, got {axes}")
     elif kind != "scatter_nd_update":
         ax = as_axis(axis, name)
 
+    data_parts, upd_parts = data._parts(values, name), updates._parts(upd_values, name)
     out = np.empty_like(values)
     errors = _core.run_batch(
         kind,
         data.rows,
-        data._parts(values),
+        data_parts,
         idx_parts,
-        updates._parts(upd_values),
+        upd_parts,
         out,
         dtype_tag(values.dtype),
         ax,
@@ -149,4 +173,10 @@ def run_batch(
         axes,
         name,
     )
+    # Values before the first row and after the last belong to no row: keep data's.
+    offsets = data_parts[1]
+    if len(offsets):
+        head, tail = int(offsets[0]), int(offsets[-1])
+        out[: max(head, 0)] = values[: max(head, 0)]
+        out[max(tail, 0) :] = values[max(tail, 0) :]
     return out, [e or None for e in errors]

@@ -84,7 +84,10 @@ def as_updates(updates: Any, dtype: np.dtype, op: str) -> np.ndarray:
                     f"{op}: cannot cast updates from dtype {arr.dtype} to data dtype {dtype} "
                     "under the 'same_kind' rule"
                 )
-            arr = arr.astype(dtype, casting="same_kind")
+            # NumPy's same_kind result (a float overflow gives inf), without its warning:
+            # the cast is the documented behaviour, not an accident.
+            with np.errstate(over="ignore", invalid="ignore"):
+                arr = arr.astype(dtype, casting="same_kind")
     else:
         try:
             with warnings.catch_warnings():

@@ -325,6 +325,8 @@ def ref_scatter_nd_update(
     if reduction not in ND_REDUCTIONS:
         raise ValueError(f"unknown reduction '{reduction}'")
     out = _as_native_array(data)
+    if out.ndim == 0:
+        raise ValueError("data must have rank >= 1")
     indices = np.asarray(indices)
     _check_integer_array(indices, "indices")
     _check_reducible(out.dtype, reduction)

@@ -130,3 +130,44 @@ def test_batch_threads_give_identical_bits(rng):
     sk.set_num_threads(2)
     two, _ = run_batch("ScatterElementsUpdate-12", *args, axis=0, reduction="sum")
     assert one.tobytes() == two.tobytes()
+
+
+@pytest.mark.parametrize(
+    ("op", "kwargs", "match"),
+    [
+        ("ScatterNDUpdate-15", {"reduction": "mean"}, "not one of this version's"),
+        ("ScatterElementsUpdate-12", {"reduction": "sub"}, "not one of this version's"),
+        ("ScatterNDUpdate-3", {"reduction": "sum"}, "has no reduction"),
+        ("SliceScatter-15", {"start": 0, "stop": 1, "step": 0, "axis": 0}, "step must not be 0"),
+        (
+            "SliceScatter-15",
+            {"start": [0, 0], "stop": [1, 1], "step": [1, 1], "axis": [0, 0]},
+            "distinct",
+        ),
+    ],
+)
+def test_batch_attributes_wrong_for_every_row_raise(op, kwargs, match):
+    # An attribute no row can use is an error of the call, not one error per row.
+    data = Ragged.from_arrays([np.zeros((2, 2))])
+    updates = Ragged.from_arrays([np.zeros((1, 2))])
+    indices = None if op.startswith("Slice") else Ragged.from_arrays([np.zeros((1, 1), np.int64)])
+    with pytest.raises(ValueError, match=match):
+        run_batch(op, data, updates, indices, **kwargs)
+
+
+@pytest.mark.parametrize("field", ["offsets", "shapes", "shape_offsets"])
+def test_batch_non_integer_layout_is_a_type_error(field):
+    good = Ragged.from_arrays([np.arange(4.0)])
+    bad = Ragged(**{**good.__dict__, field: getattr(good, field).astype(np.float64) + 0.5})
+    with pytest.raises(TypeError, match=f"Ragged {field} must be integers"):
+        run_batch("ScatterElementsUpdate-12", bad, good, Ragged.from_arrays([np.array([0])]))
+
+
+def test_batch_values_outside_every_row_keep_data():
+    # Row 0 covers values[1:3]; values[0] and values[3:] belong to no row.
+    data = Ragged(np.array([7.0, 1, 2, 8, 9]), np.array([1, 3]), np.array([2]), np.array([0, 1]))
+    updates = Ragged(np.array([5.0]), np.array([0, 1]), np.array([1]), np.array([0, 1]))
+    indices = Ragged(np.array([1]), np.array([0, 1]), np.array([1]), np.array([0, 1]))
+    out, errors = run_batch("ScatterElementsUpdate-12", data, updates, indices)
+    assert errors == [None]
+    assert out.tolist() == [7.0, 1, 5, 8, 9]

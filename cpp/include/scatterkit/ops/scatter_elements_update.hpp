@@ -264,17 +264,24 @@ inline bool fused_validation_pays(int64_t data_bytes, int64_t index_bytes) {
   return 4 * data_bytes <= index_bytes;
 }
 
+// The valid values of an index as the kernels read it: uint64 indices arrive
+// as int64, so theirs must not look negative (lo = 0).
+struct IndexRange {
+  int64_t lo, hi;
+  template <class KI>
+  bool operator()(KI v) const {
+    return uint64_t(int64_t(v)) - uint64_t(lo) < uint64_t(hi) - uint64_t(lo);  // no overflow
+  }
+};
+
 // Folds into a scratch copy of data, checking each index as it is read, and
 // copies the result to `out` only if every index was valid: a bad index still
-// leaves `out` untouched, and the caller then reports it. `idx` has the
-// indices' own type (uint64 is checked as unsigned).
-template <class Op, class T, class I>
-bool reduce_via_scratch(const ElementsLayout& l, const I* idx, const T* upd, const T* data, T* out,
-                        int64_t count, bool use_init_val, bool allow_negative, int64_t bytes) {
+// leaves `out` untouched, and the caller then reports it.
+template <class Op, class T, class KI>
+bool reduce_via_scratch(const ElementsLayout& l, const KI* idx, const T* upd, const T* data, T* out,
+                        int64_t count, bool use_init_val, IndexRange valid, int64_t bytes) {
   const std::unique_ptr<T[]> scratch(new T[size_t(count)]);  // not vector<T>: T may be bool
   parallel_copy(scratch.get(), data, count * int64_t(sizeof(T)));
-  const int64_t size = l.axis_size;
-  auto valid = [&](I v) { return index_in_range(v, size, allow_negative); };
   std::atomic<bool> bad{false};
   for_each_line_block(l, bytes, [&](const LineBlock& blk) {
     if (bad.load(std::memory_order_relaxed)) return;
@@ -370,9 +377,11 @@ inline void scatter_elements_update(const TensorRef& data, const IndexRef& indic
         const T* upd = static_cast<const T*>(updates.data);
         if (fuse) {
           if constexpr (folds_in_place_v<Op, T>) {
-            if (!reduce_via_scratch<Op>(layout, raw, upd, static_cast<const T*>(data.data),
+            const int64_t size = layout.axis_size;
+            const bool negative_ok = options.allow_negative_indices && std::is_signed_v<I>;
+            if (!reduce_via_scratch<Op>(layout, idx, upd, static_cast<const T*>(data.data),
                                         static_cast<T*>(out), numel(data.shape), use_init_val,
-                                        options.allow_negative_indices, bytes))
+                                        IndexRange{negative_ok ? -size : 0, size}, bytes))
               validate();  // throws, naming the first bad index
             return;
           }
