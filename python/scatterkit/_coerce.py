@@ -86,8 +86,14 @@ def as_updates(updates: Any, dtype: np.dtype, op: str) -> np.ndarray:
                 )
             # NumPy's same_kind result (a float overflow gives inf), without its warning:
             # the cast is the documented behaviour, not an accident.
-            with np.errstate(over="ignore", invalid="ignore"):
-                arr = arr.astype(dtype, casting="same_kind")
+            try:
+                with np.errstate(over="ignore", invalid="ignore"):
+                    arr = arr.astype(dtype, casting="same_kind")
+            except ValueError as exc:  # bytes that are not ASCII into a str dtype, say
+                raise ValueError(
+                    f"{op}: updates of dtype {arr.dtype} cannot be cast to data dtype {dtype}: "
+                    f"{exc}"
+                ) from exc
     else:
         try:
             with warnings.catch_warnings():

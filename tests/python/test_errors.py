@@ -877,6 +877,13 @@ _BAD_ATTRIBUTES = {
         TypeError,
         "cannot cast updates",
     ),
+    "slice_scatter-non-ascii-bytes-updates-into-str": (
+        lambda d, out: sk.slice_scatter(
+            d.astype("U3"), np.array([b"\xffa"] * 60, "S2").reshape(3, 4, 5), 0, 9, 1, 1, out=out
+        ),
+        ValueError,
+        "cannot be cast to data dtype <U3",
+    ),
     "scatter_nd-python-string-updates": (
         lambda d, out: sk.scatter_nd_update(d, [[0]], "x", out=out),
         TypeError,

@@ -144,9 +144,12 @@ def norm_updates(updates, dtype: np.dtype) -> np.ndarray:
         arr = np.asarray(updates)
         if not np.can_cast(arr.dtype, dtype, casting="same_kind"):
             raise Rejected(f"updates of dtype {arr.dtype} do not cast to {dtype}")
-        with warnings.catch_warnings():  # float narrowing may overflow, as in NumPy
-            warnings.simplefilter("ignore")
-            arr = arr.astype(dtype)
+        try:
+            with warnings.catch_warnings():  # float narrowing may overflow, as in NumPy
+                warnings.simplefilter("ignore")
+                arr = arr.astype(dtype)
+        except ValueError as exc:  # e.g. non-ASCII bytes into a str dtype
+            raise Rejected(f"updates do not convert to {dtype}: {exc}") from None
     else:
         try:
             with warnings.catch_warnings():

@@ -167,9 +167,7 @@ def test_zero_size_data(shape):
 
 def test_zero_size_updates_leave_data_as_it_was():
     data = np.arange(12.0).reshape(3, 4)
-    assert_same(
-        sk.scatter_update(data, np.zeros((2, 0), np.int64), np.zeros((3, 2, 0)), 1), data
-    )
+    assert_same(sk.scatter_update(data, np.zeros((2, 0), np.int64), np.zeros((3, 2, 0)), 1), data)
     assert_same(
         sk.scatter_elements_update(data, np.zeros((3, 0), np.int64), np.zeros((3, 0)), 1), data
     )

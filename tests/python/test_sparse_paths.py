@@ -122,9 +122,7 @@ def test_histogram_bad_index_writes_nothing(index_dtype, bad, where, in_place):
     idx[where] = bad
     out = data if in_place else np.full(50, -7.0, np.float32)
     before = out.copy()
-    with pytest.raises(
-        IndexError, match=f"index {bad} is out of bounds .*at indices\\[{where}\\]"
-    ):
+    with pytest.raises(IndexError, match=f"index {bad} is out of bounds .*at indices\\[{where}\\]"):
         sk.scatter_elements_update(
             data, idx, np.ones(2000, np.float32), 0, reduction="sum", out=out
         )
