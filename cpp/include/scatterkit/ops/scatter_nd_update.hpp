@@ -107,6 +107,20 @@ void scatter_nd_reduce(const SlabGroups& g, const T* upd, T* out, int64_t slab, 
   });
 }
 
+// Few updates (one thread's worth): apply them one by one in C order, which is
+// the definition itself; grouping by target only exists so that threads never
+// share one. Only where each step is exact in T (no wider accumulator), so the
+// bits equal the grouped path's.
+template <class KI, class Step>
+void scatter_nd_in_order(const KI* idx, int64_t tuples, size_t k, const Shape& data, Step&& step) {
+  for (int64_t p = 0; p < tuples; ++p) {
+    int64_t flat = 0;
+    for (size_t j = 0; j < k; ++j)
+      flat = flat * data[j] + wrap_index(idx[p * int64_t(k) + int64_t(j)], data[j]);
+    step(flat, p);
+  }
+}
+
 }  // namespace detail
 
 // Type-erased ScatterNDUpdate (v15 semantics; v3 with
@@ -158,19 +172,38 @@ inline void scatter_nd_update(const TensorRef& data, const IndexRef& indices,
       }
     parallel_copy(out, data.data, numel(data.shape) * int64_t(data.itemsize));
     if (tuples == 0 || slab == 0) return;
-    const SlabGroups groups =
-        group_by_slab(reinterpret_cast<const KI*>(raw), tuples, k, data.shape);
+    const KI* idx = reinterpret_cast<const KI*>(raw);
     const int64_t bytes = tuples * slab * int64_t(data.itemsize) * 2;
+    const bool in_order = threads_for(tuples, bytes) == 1;
     if (reduction == Reduction::kNone) {
-      scatter_nd_move(groups, static_cast<const char*>(updates.data), static_cast<char*>(out),
-                      slab * int64_t(data.itemsize), bytes);
+      const int64_t slab_bytes = slab * int64_t(data.itemsize);
+      const char* upd = static_cast<const char*>(updates.data);
+      char* dst = static_cast<char*>(out);
+      if (in_order)
+        scatter_nd_in_order(idx, tuples, k, data.shape, [&](int64_t t, int64_t p) {
+          std::memcpy(dst + t * slab_bytes, upd + p * slab_bytes, size_t(slab_bytes));
+        });
+      else
+        scatter_nd_move(group_by_slab(idx, tuples, k, data.shape), upd, dst, slab_bytes, bytes);
       return;
     }
     visit_arithmetic(op, data.dtype, [&](auto type) {
       using T = typename decltype(type)::type;
       visit_reduction<T>(op, reduction, [&](auto red) {
-        scatter_nd_reduce<typename decltype(red)::type>(groups, static_cast<const T*>(updates.data),
-                                                        static_cast<T*>(out), slab, bytes);
+        using Op = typename decltype(red)::type;
+        const T* upd = static_cast<const T*>(updates.data);
+        T* dst = static_cast<T*>(out);
+        if constexpr (folds_in_place_v<Op, T>) {
+          if (in_order) {
+            scatter_nd_in_order(idx, tuples, k, data.shape, [&](int64_t t, int64_t p) {
+              T* target = dst + t * slab;
+              const T* src = upd + p * slab;
+              for (int64_t e = 0; e < slab; ++e) target[e] = Op::combine(target[e], src[e]);
+            });
+            return;
+          }
+        }
+        scatter_nd_reduce<Op>(group_by_slab(idx, tuples, k, data.shape), upd, dst, slab, bytes);
       });
     });
   });
