@@ -7,7 +7,10 @@
 // `axis`. Only updates of one line can hit a given target, and within a line
 // C order is order along the axis, so lines are split between threads and
 // each line is folded sequentially: no races, and the same bits for any
-// thread count.
+// thread count. Reductions fold in place when the accumulator is the element
+// type, else in a table of (accumulator, count) slots, or, on an axis too long
+// for a table, over the updates sorted by target. When the indices outweigh
+// data (a histogram), validation is fused into the fold on a scratch copy.
 #pragma once
 
 #include <algorithm>

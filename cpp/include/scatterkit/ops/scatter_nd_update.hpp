@@ -8,6 +8,7 @@
 // which groups the updates of each target in C order. Groups (and chunks of
 // large slabs) are independent work items, so threads never share a target,
 // and each target is folded in C order: the same bits for any thread count.
+// Work for one thread skips the sort and applies the tuples in C order.
 #pragma once
 
 #include <algorithm>

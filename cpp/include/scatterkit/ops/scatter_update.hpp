@@ -7,6 +7,8 @@
 // Strategy: a winner-per-target table (the last j hitting each target) so every
 // output slab is written exactly once, straight from updates or from data;
 // the copy of data is fused with the scatter and no slab is written twice.
+// A few indices into a long axis keep a sorted list of winners instead, then
+// write them over a plain copy: no memory is sized by the axis alone.
 #pragma once
 
 #include <algorithm>
