@@ -364,7 +364,8 @@ inline void scatter_elements_update(const TensorRef& data, const IndexRef& indic
     if (n == 0) return;
     const ElementsLayout layout = make_elements_layout(data.shape, indices.shape, size_t(axis));
     const KI* idx = reinterpret_cast<const KI*>(raw);
-    const int64_t bytes = n * int64_t(data.itemsize * 2 + sizeof(KI));
+    // Each update touches a target cache line of its own (random along the axis).
+    const int64_t bytes = n * int64_t(64 + data.itemsize + sizeof(KI));
     if (reduction == Reduction::kNone) {
       visit_width(data.itemsize, [&](auto width) {
         scatter_elements_move<typename decltype(width)::type>(
