@@ -739,6 +739,14 @@ for _dim in range(3):
         "exceeds",
     )
 
+
+def _se_one_update(**kwargs):
+    """A ScatterElementsUpdate call that is valid but for its keyword arguments."""
+    return lambda d, out: sk.scatter_elements_update(
+        d, np.zeros((1, 1, 1), np.int64), np.ones((1, 1, 1), np.float32), 0, out=out, **kwargs
+    )
+
+
 # Attributes of the wrong type or form.
 _BAD_ATTRIBUTES = {
     "scatter_update-axis-string": (
@@ -804,26 +812,12 @@ _BAD_ATTRIBUTES = {
         "step",
     ),
     "scatter_elements-reduction-uppercase": (
-        lambda d, out: sk.scatter_elements_update(
-            d,
-            np.zeros((1, 1, 1), np.int64),
-            np.ones((1, 1, 1), np.float32),
-            0,
-            reduction="SUM",
-            out=out,
-        ),
+        _se_one_update(reduction="SUM"),
         ValueError,
         "scatter_elements_update: unknown reduction 'SUM'",
     ),
     "scatter_elements-reduction-none-object": (
-        lambda d, out: sk.scatter_elements_update(
-            d,
-            np.zeros((1, 1, 1), np.int64),
-            np.ones((1, 1, 1), np.float32),
-            0,
-            reduction=None,
-            out=out,
-        ),
+        _se_one_update(reduction=None),
         TypeError,
         "reduction must be a string",
     ),
@@ -842,28 +836,12 @@ _BAD_ATTRIBUTES = {
         "unknown reduction",
     ),
     "scatter_elements-use-init-val-none": (
-        lambda d, out: sk.scatter_elements_update(
-            d,
-            np.zeros((1, 1, 1), np.int64),
-            np.ones((1, 1, 1), np.float32),
-            0,
-            reduction="max",
-            use_init_val=None,
-            out=out,
-        ),
+        _se_one_update(reduction="max", use_init_val=None),
         TypeError,
         "use_init_val must be a bool",
     ),
     "scatter_elements-use-init-val-array": (
-        lambda d, out: sk.scatter_elements_update(
-            d,
-            np.zeros((1, 1, 1), np.int64),
-            np.ones((1, 1, 1), np.float32),
-            0,
-            reduction="max",
-            use_init_val=np.array([True]),
-            out=out,
-        ),
+        _se_one_update(reduction="max", use_init_val=np.array([True])),
         TypeError,
         "use_init_val must be a bool",
     ),

@@ -22,6 +22,19 @@ LONG = 300_000  # beyond the 65,536-target table limit
 SHORT = 1_000  # within it
 
 
+def _assert_reference_at_1_and_2_threads(data, idx, upd, reduction, use_init_val):
+    """ScatterElementsUpdate along axis 1 equals the oracle at 1 and 2 threads."""
+    expected = ref_scatter_elements_update(
+        data, idx, upd, 1, reduction=reduction, use_init_val=use_init_val
+    )
+    for threads in (1, 2):
+        sk.set_num_threads(threads)
+        res = sk.scatter_elements_update(
+            data, idx, upd, 1, reduction=reduction, use_init_val=use_init_val
+        )
+        assert_same(res, expected)
+
+
 def _indices(rng, n, size):
     idx = rng.integers(-size, size, n)
     idx[n // 2 :] = idx[: n - n // 2]  # every index twice: order decides the result
@@ -55,15 +68,7 @@ def test_scatter_elements_table_reductions_on_any_axis_length(size, dtype, reduc
     data = (rng.integers(-8, 9, (2, size)) / 4).astype(dtype)
     idx = np.stack([_indices(rng, 60, size) for _ in range(2)])
     upd = (rng.integers(-8, 9, idx.shape) / 4).astype(dtype)
-    expected = ref_scatter_elements_update(
-        data, idx, upd, 1, reduction=reduction, use_init_val=use_init_val
-    )
-    for threads in (1, 2):
-        sk.set_num_threads(threads)
-        res = sk.scatter_elements_update(
-            data, idx, upd, 1, reduction=reduction, use_init_val=use_init_val
-        )
-        assert_same(res, expected)
+    _assert_reference_at_1_and_2_threads(data, idx, upd, reduction, use_init_val)
 
 
 def test_sparse_updates_allocate_little():
@@ -99,15 +104,7 @@ def test_histogram_matches_reference(index_dtype, reduction, use_init_val):
     low = 0 if index_dtype == np.uint64 else -bins
     idx = rng.integers(low, bins, (2, 2000)).astype(index_dtype)
     upd = rng.integers(-3, 4, idx.shape).astype(np.int32)
-    expected = ref_scatter_elements_update(
-        data, idx, upd, 1, reduction=reduction, use_init_val=use_init_val
-    )
-    for threads in (1, 2):
-        sk.set_num_threads(threads)
-        res = sk.scatter_elements_update(
-            data, idx, upd, 1, reduction=reduction, use_init_val=use_init_val
-        )
-        assert_same(res, expected)
+    _assert_reference_at_1_and_2_threads(data, idx, upd, reduction, use_init_val)
 
 
 @pytest.mark.parametrize(
