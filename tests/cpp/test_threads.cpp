@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -197,6 +198,74 @@ TEST(ThreadEquality, ScatterElementsFloatSumHeavyDuplicates) {
     EXPECT_TRUE(same_bits(one, expected)) << scatterkit::reduction_name(r);
     EXPECT_TRUE(same_bits(two, one)) << scatterkit::reduction_name(r);
   }
+}
+
+// A histogram (fewer lines than threads) splits each line between threads,
+// each folding into a table of its own, for the reductions that merge exactly.
+// Updates are drawn from `values`, plus NaNs with two payloads at a rate of
+// 1 in nan_every (0: none), sparse enough that many bins meet their first NaN
+// in a later part. Equal values with other bits (NaN payloads, -0 and +0)
+// show whether the merge kept the first of equals, as the C-order fold does.
+template <class T, class Op>
+void expect_split_histogram_exact(const std::vector<T>& values, int64_t lines,
+                                  unsigned nan_every = 0) {
+  const int64_t bins = 1000, along = 200000;
+  std::vector<T> data(size_t(lines * bins)), upd(size_t(lines * along));
+  for (size_t i = 0; i < data.size(); ++i) data[i] = values[i % values.size()];
+  std::mt19937 rng(9);
+  for (auto& u : upd) u = values[rng() % values.size()];
+  if constexpr (std::is_floating_point_v<T>)
+    for (size_t k = 0; k < upd.size(); ++k)
+      if (nan_every > 0 && rng() % nan_every == 0)
+        upd[k] = k % 2 ? std::nanf("1") : -std::nanf("2");
+  const auto idx = random_indices<int64_t>(upd.size(), bins, 10);
+  const Reduction r = std::is_same_v<Op, scatterkit::detail::MaxOp<T>>   ? Reduction::kMax
+                      : std::is_same_v<Op, scatterkit::detail::MinOp<T>> ? Reduction::kMin
+                      : std::is_same_v<Op, scatterkit::detail::SumOp<T>> ? Reduction::kSum
+                                                                         : Reduction::kProd;
+  auto run = [&] {
+    std::vector<T> out(data.size());
+    scatterkit::scatter_elements_update<T, int64_t>(
+        cview(data, {lines, bins}), cview(idx, {lines, along}), cview(upd, {lines, along}), 1,
+        mview(out, {lines, bins}), r);
+    return out;
+  };
+  std::vector<T> expected = data;
+  sktest::ref_scatter_elements(expected, {lines, bins}, idx, {lines, along}, upd, 1,
+                               [](T& acc, T u) { acc = Op::combine(acc, u); });
+  const auto layout = scatterkit::detail::make_elements_layout({lines, bins}, {lines, along}, 1);
+  for (int threads : {1, 2, 3}) {
+    scatterkit::set_num_threads(threads);
+    const int64_t parts = scatterkit::detail::line_parts(
+        layout, bins * lines * int64_t(sizeof(T)), int64_t(idx.size()) * 8,
+        int64_t(idx.size()) * (64 + 8 + int64_t(sizeof(T))));
+    if (kOpenMP) {
+      EXPECT_EQ(parts, threads > lines ? threads : 1) << threads << " threads";
+    }
+    EXPECT_TRUE(same_bits(run(), expected))
+        << scatterkit::reduction_name(r) << ", " << lines << " line(s), " << threads
+        << " threads, NaN rate 1/" << nan_every;
+  }
+}
+
+TEST(ThreadEquality, HistogramSplitBetweenThreadsMergesExactly) {
+  using namespace scatterkit::detail;
+  // The extreme is a zero: -0 or +0, whichever a bin meets first.
+  const std::vector<float> max_ties = {0.0f, -0.0f, -1.0f, -3.0f, -0.0f, 0.0f};
+  const std::vector<float> min_ties = {0.0f, -0.0f, 1.0f, 3.0f, -0.0f, 0.0f};
+  for (int64_t lines : {1, 2})
+    for (unsigned nan_every : {0u, 500u}) {
+      expect_split_histogram_exact<float, MaxOp<float>>(max_ties, lines, nan_every);
+      expect_split_histogram_exact<float, MinOp<float>>(min_ties, lines, nan_every);
+    }
+  const std::vector<double> spread = {-1e300, 2.5, 1e300, -0.0, 0.0};
+  expect_split_histogram_exact<double, MaxOp<double>>(spread, 1, 300);
+  const std::vector<int32_t> ints = {-3, 1, 2, 7, -1, 1000003, 1 << 30, -5};
+  expect_split_histogram_exact<int32_t, SumOp<int32_t>>(ints, 1);  // wraps around
+  expect_split_histogram_exact<int32_t, ProdOp<int32_t>>(ints, 1);
+  expect_split_histogram_exact<int32_t, MaxOp<int32_t>>(ints, 2);
+  const std::vector<uint8_t> bytes = {0, 1, 3, 255, 128};
+  expect_split_histogram_exact<uint8_t, SumOp<uint8_t>>(bytes, 1);
 }
 
 TEST(ThreadEquality, ScatterElementsHalfMeanAndInt64Prod) {

@@ -126,6 +126,64 @@ def test_histogram_bad_index_writes_nothing(index_dtype, bad, where, in_place):
     assert_same(out, before)
 
 
+# With fewer lines than threads, the reductions that merge exactly (integer sum and prod,
+# min, max) split each line between threads, each folding into a table of its own, and merge
+# the tables in order. 100,000 updates into 500 bins is enough work for two threads.
+SPLIT_UPDATES, SPLIT_BINS = 100_000, 500
+
+
+def _split_values(dtype, rng, n):
+    if dtype == np.bool_:
+        return rng.random(n) < 0.3
+    if np.issubdtype(dtype, np.integer):
+        return rng.integers(-3, 4, n).astype(dtype)
+    # Ties between -0 and +0 at the extreme (the first wins), and rare NaNs, which many bins
+    # meet only in a later part.
+    values = rng.choice(np.array([0.0, -0.0, 1.0, -1.0], dtype), n)
+    values[rng.random(n) < 0.002] = np.nan
+    return values
+
+
+@pytest.mark.parametrize(
+    ("dtype", "reduction"),
+    [
+        (np.float32, "max"),
+        (np.float32, "min"),
+        (np.float64, "max"),
+        (np.int32, "sum"),
+        (np.int64, "prod"),
+        (np.uint8, "sum"),
+        (np.bool_, "sum"),
+    ],
+)
+def test_histogram_split_between_threads_matches_reference(dtype, reduction):
+    rng = np.random.default_rng(21)
+    data = _split_values(dtype, rng, SPLIT_BINS)
+    idx = rng.integers(-SPLIT_BINS, SPLIT_BINS, SPLIT_UPDATES)
+    upd = _split_values(dtype, rng, SPLIT_UPDATES)
+    expected = ref_scatter_elements_update(data, idx, upd, 0, reduction=reduction)
+    for threads in (1, 2, 3):
+        sk.set_num_threads(threads)
+        res = sk.scatter_elements_update(data, idx, upd, 0, reduction=reduction)
+        assert_same(res, expected)
+
+
+@pytest.mark.parametrize("where", [0, SPLIT_UPDATES // 2 + 1, SPLIT_UPDATES - 1])
+@pytest.mark.parametrize("in_place", [False, True])
+def test_histogram_split_bad_index_writes_nothing(where, in_place):
+    sk.set_num_threads(2)
+    data = np.arange(SPLIT_BINS, dtype=np.int64)
+    idx = np.arange(SPLIT_UPDATES) % SPLIT_BINS
+    idx[where] = SPLIT_BINS
+    out = data if in_place else np.full(SPLIT_BINS, -7, np.int64)
+    before = out.copy()
+    with pytest.raises(IndexError, match=f"at indices\\[{where}\\]"):
+        sk.scatter_elements_update(
+            data, idx, np.ones(SPLIT_UPDATES, np.int64), 0, reduction="max", out=out
+        )
+    assert_same(out, before)
+
+
 def test_histogram_v3_rejects_negative_index():
     se3 = sk.get_op("ScatterElementsUpdate-3")
     idx = np.zeros(1000, np.int64)
