@@ -184,6 +184,18 @@ def test_histogram_split_bad_index_writes_nothing(where, in_place):
     assert_same(out, before)
 
 
+@pytest.mark.parametrize("bad", [2**63 - 1, -(2**63), 2**62])
+def test_histogram_huge_index_on_a_strided_axis_raises(bad):
+    # The fold fetches targets ahead of validating their index: on an axis whose stride is
+    # 1000 elements, the offset of a huge index must not overflow (UBSan checks this).
+    data = np.zeros((4, 1000), np.float32)
+    idx = np.zeros((20_000, 1), np.int64)
+    idx[100, 0] = bad
+    with pytest.raises(IndexError, match="at indices\\[100, 0\\]"):
+        sk.scatter_elements_update(data, idx, np.ones((20_000, 1), np.float32), 0, reduction="sum")
+    assert not data.any()
+
+
 def test_histogram_v3_rejects_negative_index():
     se3 = sk.get_op("ScatterElementsUpdate-3")
     idx = np.zeros(1000, np.int64)

@@ -150,8 +150,10 @@ inline bool visit_block(const ElementsLayout& l, const LineBlock& blk, const I* 
     const I* column = idx + first + blk.i0;
     const int64_t ahead = blk.j1 - kPrefetchDistance;
     for (int64_t j = blk.j0, p = first + blk.i0 + blk.j0 * inner; j < blk.j1; ++j, p += inner) {
-      if (j < ahead)
-        prefetch(wrap_index(column[(j + kPrefetchDistance) * inner], size) * stride + offset);
+      if (j < ahead) {  // unsigned: the index may be invalid, its offset must not overflow
+        const uint64_t next = uint64_t(wrap_index(column[(j + kPrefetchDistance) * inner], size));
+        prefetch(int64_t(next * uint64_t(stride) + uint64_t(offset)));
+      }
       const I v = column[j * inner];
       if (!valid(v)) return false;
       const int64_t a = wrap_index(v, size);
