@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <vector>
 
 #include "test_support.hpp"
 
@@ -14,6 +15,7 @@ namespace {
 
 using scatterkit::bfloat16;
 using scatterkit::float16;
+using scatterkit::Reduction;
 using scatterkit::to_bfloat16;
 using scatterkit::to_float;
 using scatterkit::to_float16;
@@ -171,6 +173,61 @@ TEST(BFloat16, NamedCases) {
   EXPECT_EQ(to_bfloat16(-std::numeric_limits<float>::infinity()).bits, 0xff80);
   const uint16_t nan = to_bfloat16(from_bits(0x7f800001u)).bits;  // low payload only
   EXPECT_TRUE((nan & 0x7f80) == 0x7f80 && (nan & 0x7f) != 0) << std::hex << nan;
+}
+
+// min/max of 16-bit floats fold on the output, rounding after every update;
+// that must give the bits of one rounding of a float accumulator at the end
+// (signalling NaNs quieted once, the first of -0/+0 kept).
+template <class H, class Op>
+void expect_rounding_per_update_is_exact(uint16_t snan, uint16_t qnan) {
+  std::vector<H> values;
+  for (uint16_t bits : {snan, qnan, uint16_t(0x0000), uint16_t(0x8000)}) {
+    H h;
+    std::memcpy(&h, &bits, 2);
+    values.push_back(h);
+  }
+  for (float f : {1.0f, -1.0f, 65504.0f, -std::numeric_limits<float>::infinity()})
+    values.push_back(scatterkit::detail::from_compute<H>(f));
+  const int64_t bins = 16, n = 4000;
+  std::mt19937 rng(5);
+  std::vector<H> data(bins), upd(n);
+  std::vector<int64_t> idx(n);
+  for (auto& d : data) d = values[rng() % values.size()];
+  for (int64_t k = 0; k < n; ++k) {
+    // Mostly zeros and ones, rarely a NaN: bins differ in which comes first.
+    upd[size_t(k)] = values[rng() % 50 == 0 ? rng() % 2 : 2 + rng() % (values.size() - 2)];
+    idx[size_t(k)] = int64_t(rng() % bins);
+  }
+  const Reduction r =
+      std::is_same_v<Op, scatterkit::detail::MaxOp<H>> ? Reduction::kMax : Reduction::kMin;
+  for (bool init : {true, false}) {
+    std::vector<float> acc(bins);
+    std::vector<bool> hit(bins, false);
+    for (int64_t b = 0; b < bins; ++b)
+      acc[size_t(b)] = init ? to_float(data[size_t(b)]) : Op::identity();
+    for (int64_t k = 0; k < n; ++k) {
+      const size_t b = size_t(idx[size_t(k)]);
+      acc[b] = Op::combine(acc[b], upd[size_t(k)]);
+      hit[b] = true;
+    }
+    std::vector<H> expected = data;
+    for (size_t b = 0; b < size_t(bins); ++b)
+      if (hit[b]) expected[b] = Op::store(acc[b], 1);
+    std::vector<H> out(bins);
+    scatterkit::scatter_elements_update<H, int64_t>(
+        sktest::cview(data, {bins}), sktest::cview(idx, {n}), sktest::cview(upd, {n}), 0,
+        sktest::mview(out, {bins}), r, init);
+    EXPECT_TRUE(sktest::same_bits(out, expected))
+        << scatterkit::reduction_name(r) << ", use_init_val " << init;
+  }
+}
+
+TEST(HalfReductions, MinMaxRoundingPerUpdateIsExact) {
+  using namespace scatterkit::detail;
+  expect_rounding_per_update_is_exact<float16, MaxOp<float16>>(0x7c01, 0xfe00);
+  expect_rounding_per_update_is_exact<float16, MinOp<float16>>(0x7c01, 0xfe00);
+  expect_rounding_per_update_is_exact<bfloat16, MaxOp<bfloat16>>(0x7f81, 0xffc0);
+  expect_rounding_per_update_is_exact<bfloat16, MinOp<bfloat16>>(0x7f81, 0xffc0);
 }
 
 }  // namespace

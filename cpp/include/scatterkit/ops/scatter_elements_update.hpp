@@ -205,17 +205,22 @@ void scatter_elements_move(const ElementsLayout& l, const I* idx, const char* up
 // Capacity of the per-thread accumulator table, in entries.
 constexpr int64_t kScratchEntries = int64_t(1) << 18;
 
-// Reductions whose accumulator is the element type fold directly on the output.
-// Returns false at the first index `valid` rejects (base is then half folded).
+// Reductions whose accumulator is the element type (or that round exactly to
+// it: folds_through_storage_v) fold directly on the output. Returns false at
+// the first index `valid` rejects (base is then half folded).
 template <class Op, class T, class I, class Valid = Prevalidated>
 bool fold_block_in_place(const ElementsLayout& l, const LineBlock& blk, const I* idx, const T* upd,
                          T* base, bool use_init_val, Valid valid = {}) {
   if (!use_init_val &&
       !visit_block(
-          l, blk, idx, [&](int64_t, int64_t t, int64_t) { base[t] = Op::identity(); }, valid))
+          l, blk, idx, [&](int64_t, int64_t t, int64_t) { base[t] = Op::store(Op::identity(), 1); },
+          valid))
     return false;
   return visit_block(
-      l, blk, idx, [&](int64_t, int64_t t, int64_t p) { base[t] = Op::combine(base[t], upd[p]); },
+      l, blk, idx,
+      [&](int64_t, int64_t t, int64_t p) {
+        base[t] = Op::store(Op::combine(Op::load(base[t]), upd[p]), 1);
+      },
       valid, PrefetchTarget{base, sizeof(T)});
 }
 
@@ -430,7 +435,7 @@ void scatter_elements_reduce(const ElementsLayout& l, const I* idx, const T* upd
                              bool use_init_val, int64_t bytes) {
   for_each_line_block(l, bytes, [&](const LineBlock& blk) {
     T* base = out + l.outer_offset[size_t(blk.o)];
-    if constexpr (folds_in_place_v<Op, T>)
+    if constexpr (folds_through_storage_v<Op, T>)
       fold_block_in_place<Op>(l, blk, idx, upd, base, use_init_val);
     else if (accumulator_table_fits(l))
       fold_block_in_table<Op>(l, blk, idx, upd, base, use_init_val);
