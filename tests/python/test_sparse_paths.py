@@ -126,6 +126,25 @@ def test_histogram_bad_index_writes_nothing(index_dtype, bad, where, in_place):
     assert_same(out, before)
 
 
+@pytest.mark.parametrize("dtype", [np.float16, BFLOAT16])
+@pytest.mark.parametrize("reduction", ["min", "max"])
+def test_half_histogram_min_max_fused(dtype, reduction):
+    # 16-bit min/max fold on the output (rounding per update is exact), so histograms of
+    # them take the fused path too: the oracle's result, and a bad index writes nothing.
+    rng = np.random.default_rng(3)
+    data = rng.standard_normal(50).astype(dtype)
+    idx = rng.integers(-50, 50, 4000)
+    upd = rng.standard_normal(4000).astype(dtype)
+    upd[rng.random(4000) < 0.01] = np.nan
+    expected = ref_scatter_elements_update(data, idx, upd, 0, reduction=reduction)
+    assert_same(sk.scatter_elements_update(data, idx, upd, 0, reduction=reduction), expected)
+    idx[2500] = 50
+    out = data.copy()
+    with pytest.raises(IndexError, match="at indices\\[2500\\]"):
+        sk.scatter_elements_update(data, idx, upd, 0, reduction=reduction, out=out)
+    assert_same(out, data)
+
+
 # With fewer lines than threads, the reductions that merge exactly (integer sum and prod,
 # min, max) split each line between threads, each folding into a table of its own, and merge
 # the tables in order. 100,000 updates into 500 bins is enough work for two threads.

@@ -426,7 +426,7 @@ bool reduce_via_scratch(const ElementsLayout& l, const KI* idx, const T* upd, co
       bad.store(true, std::memory_order_relaxed);
   });
   if (bad.load()) return false;
-  parallel_copy(out, scratch.get(), count * int64_t(sizeof(T)));
+  parallel_copy(out, scratch.get(), table_bytes);
   return true;
 }
 
@@ -513,7 +513,7 @@ inline void scatter_elements_update(const TensorRef& data, const IndexRef& indic
         using Op = typename decltype(red)::type;
         const T* upd = static_cast<const T*>(updates.data);
         if (fuse) {
-          if constexpr (folds_in_place_v<Op, T>) {
+          if constexpr (folds_through_storage_v<Op, T>) {
             const int64_t size = layout.axis_size;
             const bool negative_ok = options.allow_negative_indices && std::is_signed_v<I>;
             if (!reduce_via_scratch<Op>(layout, idx, upd, static_cast<const T*>(data.data),
