@@ -46,6 +46,14 @@ def _parser() -> argparse.ArgumentParser:
         "keep: write it with a null result and its message in <output>_error",
     )
     run.add_argument("--overwrite", action="store_true", help="replace an existing output")
+    run.add_argument(
+        "--engine",
+        choices=("auto", "arrow", "spark"),
+        default="auto",
+        help="who reads and writes Parquet: arrow (the executors, with pyarrow: fastest), "
+        "spark (Spark SQL: any Hadoop file system, partition directories), or auto "
+        "(default: arrow where it can)",
+    )
     run.add_argument("--summary-json", help="also write the summary to this JSON file")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
     _spark_options(run)
@@ -91,8 +99,9 @@ def _run(args: argparse.Namespace) -> int:
             on_error=args.on_error,
             mode="overwrite" if args.overwrite else "errorifexists",
             progress=not args.quiet,
+            engine=args.engine,
         )
-    except SpecError as exc:
+    except (SpecError, ValueError, FileExistsError, FileNotFoundError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
     except AnalysisException as exc:  # a missing input, an existing output, ...

@@ -35,6 +35,7 @@ class JobSummary:
     executor_python_seconds: float = 0.0  # summed over tasks: Arrow to tensors, kernels, back
     executor_modules: list[str] = field(default_factory=list)  # sk.__file__ on executors
     executor_threads: list[int] = field(default_factory=list)  # kernel threads per task
+    engine: str = "spark"  # who read and wrote the Parquet: "arrow" or "spark"
 
     @property
     def rows_per_second(self) -> float:
@@ -56,7 +57,8 @@ class JobSummary:
             f" Parquet {_mb(self.input_bytes)} in, {_mb(self.output_bytes)} out",
             f"time      {self.seconds:,.2f} s: {self.rows_per_second:,.0f} rows/s, "
             f"{self.tensor_mb_per_second:,.1f} MB/s of tensors; {self.batches:,} Arrow batches, "
-            f"{self.executor_python_seconds:,.2f} s of task time in scatterkit",
+            f"{self.executor_python_seconds:,.2f} s of task time in scatterkit "
+            f"({self.engine} engine)",
             f"executors scatterkit from {_paths(self.executor_modules)}; "
             f"kernel threads per task {self.executor_threads or '?'}",
         ]

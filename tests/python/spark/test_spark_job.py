@@ -83,7 +83,11 @@ def _check_output(cols, table: pa.Table, keep: bool) -> None:
             assert np.array_equal(grid2[r], want)
 
 
-def test_run_job_keep_writes_every_row_with_errors_beside_results(spark, rng, tmp_path):  # noqa: F811
+ENGINES = pytest.mark.parametrize("engine", ["arrow", "spark"])
+
+
+@ENGINES
+def test_run_job_keep_writes_every_row_with_errors_beside_results(spark, rng, tmp_path, engine):  # noqa: F811
     cols, table = _table(rng)
     source = write_parquet(tmp_path / "in", table, files=3)
     summary = run_job(
@@ -93,7 +97,9 @@ def test_run_job_keep_writes_every_row_with_errors_beside_results(spark, rng, tm
         str(tmp_path / "out"),
         on_error="keep",
         progress=False,
+        engine=engine,
     )
+    assert summary.engine == engine
     assert summary.rows_in == summary.rows_out == table.num_rows
     assert summary.errors == {"hist": 1, "grid2": 1}
     assert summary.executor_threads == [1]  # spark.task.cpus = 1
@@ -101,17 +107,114 @@ def test_run_job_keep_writes_every_row_with_errors_beside_results(spark, rng, tm
     _check_output(cols, pq.read_table(tmp_path / "out"), keep=True)
 
 
-def test_run_job_fail_names_file_and_row_and_commits_nothing(spark, rng, tmp_path):  # noqa: F811
+@ENGINES
+def test_run_job_fail_names_file_and_row_and_commits_nothing(spark, rng, tmp_path, engine):  # noqa: F811
     _, table = _table(rng)
     source = write_parquet(tmp_path / "in", table, files=2)  # rows 0-29, 30-59
     with pytest.raises(JobFailed) as info:
-        run_job(spark, JobSpec.from_dict(SPEC), str(source), str(tmp_path / "out"), progress=False)
+        run_job(
+            spark,
+            JobSpec.from_dict(SPEC),
+            str(source),
+            str(tmp_path / "out"),
+            progress=False,
+            engine=engine,
+        )
     message = str(info.value)
     assert "failed for row " in message and "of file 'part-" in message
     assert ("row 7 of file 'part-0.parquet'" in message) or (
         "row 0 of file 'part-1.parquet'" in message
     )
     assert not (tmp_path / "out" / "_SUCCESS").exists()
+    if engine == "arrow":  # the Arrow engine also leaves no directory behind
+        assert not (tmp_path / "out").exists()
+
+
+def _keep_job(spark, source, out, **kwargs):  # noqa: F811
+    return run_job(
+        spark,
+        JobSpec.from_dict(SPEC),
+        str(source),
+        str(out),
+        on_error="keep",
+        progress=False,
+        **kwargs,
+    )
+
+
+def test_arrow_engine_output_matches_the_spark_engine(spark, rng, tmp_path):  # noqa: F811
+    _, table = _table(rng)
+    # Spark reads Parquet's uint16 as int; the arrow engine's steps must see the same
+    at = table.schema.get_field_index("bucket")
+    table = table.set_column(at, "bucket", table.column("bucket").cast(pa.list_(pa.uint16())))
+    source = write_parquet(tmp_path / "in", table, files=2)
+    _keep_job(spark, source, tmp_path / "a", engine="arrow")
+    _keep_job(spark, source, tmp_path / "s", engine="spark")
+    arrow, spark_out = (
+        spark.read.parquet(str(tmp_path / "a")),
+        spark.read.parquet(str(tmp_path / "s")),
+    )
+    assert arrow.schema == spark_out.schema
+    assert sorted(arrow.collect()) == sorted(spark_out.collect())
+    assert (tmp_path / "a" / "_SUCCESS").exists()
+    assert not (tmp_path / "a" / "_temporary").exists()
+
+
+def test_arrow_engine_splits_a_file_at_row_groups_and_names_rows_in_it(spark, rng, tmp_path):  # noqa: F811
+    cols, table = _table(rng)
+    (tmp_path / "in").mkdir()
+    pq.write_table(table, tmp_path / "in" / "one.parquet", row_group_size=8)  # 8 groups
+    summary = _keep_job(spark, tmp_path / "in", tmp_path / "out", engine="arrow")
+    assert summary.rows_out == table.num_rows and summary.batches >= 2  # several tasks
+    _check_output(cols, pq.read_table(tmp_path / "out"), keep=True)
+    with pytest.raises(JobFailed, match=r"row 7 of file 'one\.parquet'"):
+        run_job(
+            spark, JobSpec.from_dict(SPEC), str(tmp_path / "in"), str(tmp_path / "o2"),
+            progress=False, engine="arrow",
+        )  # fmt: skip
+
+
+def test_arrow_engine_overwrites_only_after_success(spark, rng, tmp_path):  # noqa: F811
+    cols, table = _table(rng)
+    source = write_parquet(tmp_path / "in", table, files=2)
+    out = tmp_path / "out"
+    _keep_job(spark, source, out, engine="arrow")
+    with pytest.raises(FileExistsError, match="already exists"):
+        _keep_job(spark, source, out, engine="arrow")
+    before = sorted(p.name for p in out.iterdir())
+    with pytest.raises(JobFailed):  # fails on a bad row: the old output stays whole
+        run_job(
+            spark, JobSpec.from_dict(SPEC), str(source), str(out), mode="overwrite",
+            progress=False, engine="arrow",
+        )  # fmt: skip
+    assert sorted(p.name for p in out.iterdir()) == before
+    (out / "stale.parquet").write_bytes(b"not parquet")
+    _keep_job(spark, source, out, engine="arrow", mode="overwrite")
+    assert not (out / "stale.parquet").exists()
+    _check_output(cols, pq.read_table(out), keep=True)
+
+
+def test_arrow_engine_writes_an_empty_output_with_its_schema(spark, rng, tmp_path):  # noqa: F811
+    _, table = _table(rng)
+    source = write_parquet(tmp_path / "in", table.slice(0, 0), files=1)
+    summary = _keep_job(spark, source, tmp_path / "out", engine="arrow")
+    assert summary.rows_in == summary.rows_out == 0
+    assert {"uid", "hist", "hist_error", "grid2"} <= set(pq.read_schema(
+        next((tmp_path / "out").glob("*.parquet"))).names)  # fmt: skip
+
+
+def test_auto_engine_leaves_partition_directories_to_spark(spark, rng, tmp_path):  # noqa: F811
+    _, table = _table(rng)
+    for part, rows in (("day=1", table.slice(0, 30)), ("day=2", table.slice(30))):
+        (tmp_path / "in" / part).mkdir(parents=True)
+        pq.write_table(rows, tmp_path / "in" / part / "f.parquet")
+    summary = _keep_job(spark, tmp_path / "in", tmp_path / "out")
+    assert summary.engine == "spark" and summary.rows_out == table.num_rows
+    assert "day" in pq.read_table(tmp_path / "out").column_names  # Spark's partition column
+    with pytest.raises(ValueError, match="partition directories"):
+        _keep_job(spark, tmp_path / "in", tmp_path / "o2", engine="arrow")
+    with pytest.raises(ValueError, match="engine must be one of"):
+        _keep_job(spark, tmp_path / "in", tmp_path / "o3", engine="jvm")
 
 
 def test_transform_is_a_lazy_dataframe_with_only_needed_columns(spark, rng, tmp_path):  # noqa: F811
@@ -155,9 +258,14 @@ def test_cli_run_exit_codes_and_summary(spark, rng, tmp_path, capsys):  # noqa: 
     assert "40 in, 40 out" in capsys.readouterr().out
     summary = json.loads(summary_path.read_text())
     assert summary["rows_out"] == 40 and summary["error_rows"] == 2
+    assert summary["engine"] == "arrow"  # auto, on a local directory
 
     assert main([*common, "--output", str(tmp_path / "b"), "--on-error", "keep"]) == 2
     assert "already exists" in capsys.readouterr().err.lower()
+    keep_spark = ["--on-error", "keep", "--engine", "spark", "--summary-json", str(summary_path)]
+    assert main([*common, "--output", str(tmp_path / "b2"), *keep_spark]) == 0
+    assert json.loads(summary_path.read_text())["engine"] == "spark"
+    assert "(spark engine)" in capsys.readouterr().out
 
     spec_path.write_text(json.dumps({"steps": [{**SPEC["steps"][0], "op": "Nope-1"}]}))
     assert main([*common, "--output", str(tmp_path / "c")]) == 2

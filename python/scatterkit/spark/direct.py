@@ -1,0 +1,300 @@
+"""The job's Arrow engine: Spark schedules the tasks, the executors do Parquet with pyarrow.
+
+Through Spark SQL (``engine="spark"``), every tensor element is converted twice in
+the JVM on each side of the Python worker: Parquet columns to rows, rows to Arrow, and
+back. That conversion costs more than the operations themselves (bench/spark/RESULTS.md).
+This engine skips it: each task reads its share of the input Parquet files with pyarrow,
+runs the same batch plan (`process_batches`) and writes a Parquet file with pyarrow.
+
+Commit protocol: task attempts write under ``<output>/_temporary/<job>/``; only after
+every task succeeded does the driver move the files of the successful attempts into
+``<output>``, replace the old output (``mode="overwrite"``) and write ``_SUCCESS``.
+A failed job leaves the old output, or no output, as it was.
+
+It applies where pyarrow reaches the paths from every executor: local or shared
+directories (``file:``), and object stores pyarrow knows (``s3://``, ``gs://``). Hive
+partition directories (``key=value``), which Spark turns into columns, and file
+systems such as ``hdfs://`` go through ``engine="spark"``; ``engine="auto"`` chooses.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import posixpath
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from ._pipeline import FILE_COLUMN, ROW_COLUMN, BatchPlan, process_batches
+from .session import DEFAULT_CONF
+
+# Arrow batches: at most this many rows, and about this many bytes (as Spark's own).
+BATCH_ROWS = int(DEFAULT_CONF["spark.sql.execution.arrow.maxRecordsPerBatch"])
+BATCH_BYTES = int(DEFAULT_CONF["spark.sql.execution.arrow.maxBytesPerBatch"])
+SCHEMES = ("", "file", "s3", "gs", "gcs")  # where pyarrow's own file systems reach
+
+
+class EngineUnavailable(ValueError):
+    """The Arrow engine cannot serve these paths; ``engine="spark"`` can."""
+
+
+@dataclass(frozen=True)
+class Location:
+    """A path resolved for pyarrow: the URI (re-resolved on executors) and the path in it."""
+
+    uri: str
+    path: str
+
+    def filesystem(self) -> pafs.FileSystem:
+        if "://" not in self.uri:
+            return pafs.LocalFileSystem()
+        return pafs.FileSystem.from_uri(self.uri)[0]
+
+
+def locate(path: str) -> Location:
+    """Resolves `path` for pyarrow, or raises `EngineUnavailable` saying why not."""
+    scheme = path.split("://", 1)[0].lower() if "://" in path else ""
+    if scheme not in SCHEMES:
+        raise EngineUnavailable(f"pyarrow does not read {scheme}:// paths here")
+    if scheme in ("", "file"):
+        local = path.split("://", 1)[1] if scheme else path
+        return Location(os.path.abspath(local), os.path.abspath(local))
+    try:
+        _, inner = pafs.FileSystem.from_uri(path)
+    except (pa.ArrowException, ValueError, OSError) as exc:
+        raise EngineUnavailable(f"pyarrow cannot open {path!r}: {exc}") from None
+    return Location(path, inner)
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A task's share of the input: row groups [first_group, stop_group) of one file."""
+
+    path: str
+    first_group: int = 0
+    stop_group: int | None = None  # None: to the end of the file
+
+
+def input_files(fs: pafs.FileSystem, root: str) -> list[str]:
+    """The Parquet files under `root` (a file, or a directory searched recursively).
+
+    Like Spark, skips names starting with ``_`` or ``.`` (``_SUCCESS``, checksums).
+    Raises `EngineUnavailable` for Hive partition directories (``key=value``).
+    """
+    info = fs.get_file_info(root)
+    if info.type == pafs.FileType.NotFound:
+        raise FileNotFoundError(f"no input at {root!r}")
+    if info.type == pafs.FileType.File:
+        return [root]
+    files = []
+    for entry in fs.get_file_info(pafs.FileSelector(root, recursive=True)):
+        relative = posixpath.relpath(entry.path, root)
+        parts = relative.split("/")
+        if any(p.startswith(("_", ".")) for p in parts) or entry.type != pafs.FileType.File:
+            continue
+        if any("=" in p for p in parts[:-1]):
+            raise EngineUnavailable(f"{root!r} has partition directories ({relative!r})")
+        files.append(entry.path)
+    if not files:
+        raise FileNotFoundError(f"no Parquet files under {root!r}")
+    return sorted(files)
+
+
+def split_pieces(fs: pafs.FileSystem, files: list[str], tasks: int) -> list[Piece]:
+    """One piece per file; fewer files than `tasks` are split at row-group boundaries."""
+    if len(files) >= tasks:
+        return [Piece(f) for f in files]
+    per_file = -(-tasks // len(files))
+    pieces = []
+    for f in files:
+        with fs.open_input_file(f) as handle:
+            groups = pq.ParquetFile(handle).metadata.num_row_groups
+        parts = max(1, min(per_file, groups))
+        bounds = [groups * k // parts for k in range(parts + 1)]
+        pieces += [Piece(f, a, b) for a, b in zip(bounds, bounds[1:])]
+    return pieces
+
+
+def _batch_rows(metadata: pq.FileMetaData, groups: range) -> int:
+    """Rows per batch so that a batch stays near BATCH_BYTES (tensors can be large)."""
+    rows = sum(metadata.row_group(g).num_rows for g in groups)
+    size = sum(metadata.row_group(g).total_byte_size for g in groups)
+    if rows == 0 or size == 0:
+        return BATCH_ROWS
+    return max(1, min(BATCH_ROWS, BATCH_BYTES * rows // size))
+
+
+def _as_spark_reads(batch: pa.RecordBatch, types: pa.Schema) -> pa.RecordBatch:
+    """The batch with `types`' columns cast to the types Spark reads them as.
+
+    pyarrow keeps Parquet's own types (uint16, say) where Spark widens them (int): the
+    steps must see what the other engine's steps see.
+    """
+    for field in types:
+        at = batch.schema.get_field_index(field.name)
+        if at >= 0 and batch.schema.field(at).type != field.type:
+            batch = batch.set_column(at, field.name, batch.column(at).cast(field.type))
+    return batch
+
+
+def _read_piece(
+    parquet: pq.ParquetFile, piece: Piece, columns: list[str], locate_rows: bool
+) -> Iterator[pa.RecordBatch]:
+    metadata = parquet.metadata
+    stop = metadata.num_row_groups if piece.stop_group is None else piece.stop_group
+    groups = range(piece.first_group, stop)
+    if not groups:
+        return
+    row = sum(metadata.row_group(g).num_rows for g in range(piece.first_group))
+    name = posixpath.basename(piece.path)
+    for batch in parquet.iter_batches(
+        batch_size=_batch_rows(metadata, groups), row_groups=list(groups), columns=columns
+    ):
+        if locate_rows:  # what Spark's _metadata.file_name / row_index give the other engine
+            n = batch.num_rows
+            batch = batch.append_column(FILE_COLUMN, pa.array([name] * n, pa.string()))
+            batch = batch.append_column(ROW_COLUMN, pa.array(range(row, row + n), pa.int64()))
+        row += batch.num_rows
+        yield batch
+
+
+def run_task(
+    plan: BatchPlan,
+    stats: Any,
+    source: Location,
+    columns: list[str],
+    tensor_types: pa.Schema,
+    job_dir: str,
+    index: int,
+    pieces: Iterator[Piece],
+) -> Iterator[tuple[int, str, int]]:
+    """One task: its piece through the plan into one Parquet file of this attempt.
+
+    `tensor_types` are the Arrow types of the tensor input columns as Spark reads them.
+
+    Yields (task index, file written or "", rows written).
+    """
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    attempt = context.attemptNumber() if context is not None else 0
+    fs = source.filesystem()
+    for number, piece in enumerate(pieces):
+        target = f"{job_dir}/part-{index:05d}-{number}-attempt-{attempt}.parquet"
+        with fs.open_input_file(piece.path) as handle:
+            batches = (
+                _as_spark_reads(batch, tensor_types)
+                for batch in _read_piece(pq.ParquetFile(handle), piece, columns, plan.locate_rows)
+            )
+            writer, rows = None, 0
+            try:
+                for out in process_batches(plan, stats, batches):
+                    if writer is None:
+                        writer = pq.ParquetWriter(target, out.schema, filesystem=fs)
+                    writer.write_batch(out)
+                    rows += out.num_rows
+            finally:
+                if writer is not None:
+                    writer.close()
+        yield index, target if writer is not None else "", rows
+
+
+def _exists(fs: pafs.FileSystem, path: str) -> bool:
+    return fs.get_file_info(path).type != pafs.FileType.NotFound
+
+
+def commit(
+    fs: pafs.FileSystem,
+    output: str,
+    job_dir: str,
+    written: list[str],
+    empty_schema: pa.Schema,
+    overwrite: bool,
+) -> None:
+    """Moves the task files into `output` (replacing what was there) and marks success."""
+    if overwrite:
+        for entry in fs.get_file_info(pafs.FileSelector(output)):
+            if posixpath.basename(entry.path) != "_temporary":
+                if entry.type == pafs.FileType.Directory:
+                    fs.delete_dir(entry.path)
+                else:
+                    fs.delete_file(entry.path)
+    for number, path in enumerate(sorted(written)):
+        fs.move(path, f"{output}/part-{number:05d}-{posixpath.basename(job_dir)}.parquet")
+    if not written:  # an empty input still gives a readable output, with its schema
+        pq.write_table(empty_schema.empty_table(), f"{output}/part-00000.parquet", filesystem=fs)
+    with fs.open_output_stream(f"{output}/_SUCCESS"):
+        pass
+
+
+def cleanup(fs: pafs.FileSystem, output: str, job_dir: str, created: bool) -> None:
+    """Removes this job's temporary files (and the output directory if it made it)."""
+    if _exists(fs, job_dir):
+        fs.delete_dir(job_dir)
+    temporary = posixpath.dirname(job_dir)
+    if _exists(fs, temporary) and not fs.get_file_info(pafs.FileSelector(temporary)):
+        fs.delete_dir(temporary)
+    if created and _exists(fs, output) and not fs.get_file_info(pafs.FileSelector(output)):
+        fs.delete_dir(output)
+
+
+@dataclass(frozen=True)
+class ArrowPaths:
+    """The input files and the output, resolved for the Arrow engine."""
+
+    source: Location
+    target: Location
+    files: tuple[str, ...]
+
+
+def resolve_paths(input_path: str, output_path: str) -> ArrowPaths:
+    """Resolves the job's paths, or raises `EngineUnavailable` (nothing has run yet)."""
+    source, target = locate(input_path), locate(output_path)
+    return ArrowPaths(source, target, tuple(input_files(source.filesystem(), source.path)))
+
+
+def run_arrow_job(
+    sc: Any,
+    plan: BatchPlan,
+    output_schema: pa.Schema,
+    paths: ArrowPaths,
+    columns: list[str],
+    tensor_types: pa.Schema,
+    *,
+    overwrite: bool,
+    stats: Any,
+) -> int:
+    """Runs `plan` over the input files into the output; returns the rows written.
+
+    `columns` are the input columns to read, `tensor_types` the Arrow types of those the
+    steps read as tensors, as Spark would read them (see `run_task`).
+
+    Raises FileExistsError if the output exists and not `overwrite`, and Spark's error
+    if a task fails (then nothing is committed and an old output stays as it was).
+    """
+    fs = paths.target.filesystem()
+    output = paths.target.path
+    existed = _exists(fs, output)
+    if existed and not overwrite:
+        raise FileExistsError(
+            f'output {paths.target.uri!r} already exists (mode "overwrite" replaces it)'
+        )
+    pieces = split_pieces(paths.source.filesystem(), list(paths.files), sc.defaultParallelism)
+    job_dir = f"{output}/_temporary/{uuid.uuid4().hex[:12]}"
+    fs.create_dir(job_dir, recursive=True)
+    try:
+        task = functools.partial(
+            run_task, plan, stats, paths.source, columns, tensor_types, job_dir
+        )
+        reports = sc.parallelize(pieces, len(pieces)).mapPartitionsWithIndex(task).collect()
+        written = [path for _, path, _ in reports if path]
+        commit(fs, output, job_dir, written, output_schema, overwrite)
+    finally:
+        cleanup(fs, output, job_dir, created=not existed)
+    return sum(rows for _, _, rows in reports)
