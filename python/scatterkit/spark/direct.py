@@ -254,8 +254,13 @@ class ArrowPaths:
 
 
 def resolve_paths(input_path: str, output_path: str) -> ArrowPaths:
-    """Resolves the job's paths, or raises `EngineUnavailable` (nothing has run yet)."""
+    """Resolves the job's paths, or raises `EngineUnavailable` (nothing has run yet).
+
+    Raises ValueError if the output would replace the input (or a directory holding it).
+    """
     source, target = locate(input_path), locate(output_path)
+    if source.uri == target.uri or source.uri.startswith(target.uri.rstrip("/") + "/"):
+        raise ValueError(f"the output {output_path!r} would replace the input {input_path!r}")
     return ArrowPaths(source, target, tuple(input_files(source.filesystem(), source.path)))
 
 

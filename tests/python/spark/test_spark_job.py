@@ -192,6 +192,10 @@ def test_arrow_engine_overwrites_only_after_success(spark, rng, tmp_path):  # no
     _keep_job(spark, source, out, engine="arrow", mode="overwrite")
     assert not (out / "stale.parquet").exists()
     _check_output(cols, pq.read_table(out), keep=True)
+    for target in (source, tmp_path):  # the input itself, or a directory holding it
+        with pytest.raises(ValueError, match="would replace the input"):
+            _keep_job(spark, source, target, engine="arrow", mode="overwrite")
+    assert pq.read_table(source).num_rows == table.num_rows
 
 
 def test_arrow_engine_writes_an_empty_output_with_its_schema(spark, rng, tmp_path):  # noqa: F811
