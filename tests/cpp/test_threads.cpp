@@ -90,6 +90,34 @@ TEST(ParallelFor, CoversTheRangeOnceOnSeveralThreads) {
   EXPECT_EQ(threads.size(), kOpenMP ? 2u : 1u);
 }
 
+// ScatterElements' line blocks: every line of every outer position exactly
+// once, a block never crosses an outer position nor exceeds its width, and
+// thread ranges may start in the middle of one (3 outer x 1100 lines).
+TEST(LineBlocks, TileEveryLineOnceWithinOuterAndWidth) {
+  const scatterkit::detail::ElementsLayout layout =
+      scatterkit::detail::make_elements_layout({3, 40, 1100}, {3, 7, 1100}, 1);
+  ASSERT_EQ(layout.outer, 3);
+  ASSERT_EQ(layout.inner, 1100);
+  for (int threads = 1; threads <= 4; ++threads) {
+    for (const int64_t width : {int64_t(1), int64_t(13), scatterkit::detail::kWideBlockLines}) {
+      scatterkit::set_num_threads(threads);
+      std::vector<std::atomic<int>> hits(size_t(layout.outer * layout.inner));
+      std::atomic<bool> bad_block{false};
+      scatterkit::detail::for_each_line_block(
+          layout, int64_t(1) << 30, width, [&](const scatterkit::detail::LineBlock& blk) {
+            if (blk.o < 0 || blk.o >= layout.outer || blk.i0 < 0 || blk.i1 > layout.inner ||
+                blk.i1 - blk.i0 < 1 || blk.i1 - blk.i0 > width || blk.j0 != 0 ||
+                blk.j1 != layout.along)
+              bad_block = true;
+            for (int64_t i = blk.i0; i < blk.i1; ++i) ++hits[size_t(blk.o * layout.inner + i)];
+          });
+      EXPECT_FALSE(bad_block) << threads << " threads, width " << width;
+      for (size_t line = 0; line < hits.size(); ++line)
+        ASSERT_EQ(hits[line].load(), 1) << "line " << line << ", " << threads << " threads";
+    }
+  }
+}
+
 TEST(ParallelFor, SmallWorkRunsOnTheCallingThread) {
   scatterkit::set_num_threads(2);
   int calls = 0;
