@@ -168,6 +168,7 @@ def run_task(
     plan: BatchPlan,
     stats: Any,
     source: Location,
+    target: Location,
     columns: list[str],
     tensor_types: pa.Schema,
     job_dir: str,
@@ -176,6 +177,7 @@ def run_task(
 ) -> Iterator[tuple[int, str, int]]:
     """One task: its piece through the plan into one Parquet file of this attempt.
 
+    Reads from `source`'s file system and writes under `job_dir` on `target`'s.
     `tensor_types` are the Arrow types of the tensor input columns as Spark reads them.
 
     Yields (task index, file written or "", rows written).
@@ -184,10 +186,10 @@ def run_task(
 
     context = TaskContext.get()
     attempt = context.attemptNumber() if context is not None else 0
-    fs = source.filesystem()
+    in_fs, out_fs = source.filesystem(), target.filesystem()
     for number, piece in enumerate(pieces):
-        target = f"{job_dir}/part-{index:05d}-{number}-attempt-{attempt}.parquet"
-        with fs.open_input_file(piece.path) as handle:
+        path = f"{job_dir}/part-{index:05d}-{number}-attempt-{attempt}.parquet"
+        with in_fs.open_input_file(piece.path) as handle:
             batches = (
                 _as_spark_reads(batch, tensor_types)
                 for batch in _read_piece(pq.ParquetFile(handle), piece, columns, plan.locate_rows)
@@ -196,13 +198,13 @@ def run_task(
             try:
                 for out in process_batches(plan, stats, batches):
                     if writer is None:
-                        writer = pq.ParquetWriter(target, out.schema, filesystem=fs)
+                        writer = pq.ParquetWriter(path, out.schema, filesystem=out_fs)
                     writer.write_batch(out)
                     rows += out.num_rows
             finally:
                 if writer is not None:
                     writer.close()
-        yield index, target if writer is not None else "", rows
+        yield index, path if writer is not None else "", rows
 
 
 def _exists(fs: pafs.FileSystem, path: str) -> bool:
@@ -295,7 +297,7 @@ def run_arrow_job(
     fs.create_dir(job_dir, recursive=True)
     try:
         task = functools.partial(
-            run_task, plan, stats, paths.source, columns, tensor_types, job_dir
+            run_task, plan, stats, paths.source, paths.target, columns, tensor_types, job_dir
         )
         reports = sc.parallelize(pieces, len(pieces)).mapPartitionsWithIndex(task).collect()
         written = [path for _, path, _ in reports if path]
