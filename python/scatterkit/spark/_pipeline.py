@@ -30,12 +30,16 @@ class BatchPlan:
     locate_rows: bool = False  # the batch carries FILE_COLUMN and ROW_COLUMN
 
     @property
+    def tensor_columns(self) -> frozenset[str]:
+        """The columns the steps read tensors from (input columns or earlier outputs)."""
+        return frozenset(
+            c for step in self.steps for s in step.inputs.values() for c in s.columns()
+        )
+
+    @property
     def input_columns(self) -> frozenset[str]:
         """The input columns a batch must carry: step inputs, output and row id."""
-        names = set(self.output_columns)
-        for step in self.steps:
-            for source in step.inputs.values():
-                names.update(source.columns())
+        names = set(self.output_columns) | self.tensor_columns
         if self.row_id is not None:
             names.add(self.row_id)
         return frozenset(names)

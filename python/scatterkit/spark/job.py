@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ._pipeline import FILE_COLUMN, ROW_COLUMN, process_batches
+from ._pipeline import FILE_COLUMN, ROW_COLUMN, BatchPlan, process_batches
 from ._plan import plan_job
 from ._stats import new_stats
 from .direct import ArrowPaths, EngineUnavailable, resolve_paths, run_arrow_job
@@ -26,6 +26,19 @@ ENGINES = ("auto", "arrow", "spark")
 
 class JobFailed(RuntimeError):
     """The job stopped on a bad row (``on_error="fail"``); the message names it."""
+
+
+def _plan(
+    df: DataFrame, spec: JobSpec, on_error: str, locate_rows: bool
+) -> tuple[BatchPlan, T.StructType, list[str]]:
+    """Both engines' plan: the executors' plan, the output schema and the input
+    columns to read (only those the steps read or the output keeps). Rows are
+    located by file only where a failure names them (``on_error="fail"``)."""
+    if on_error not in ON_ERROR:
+        raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
+    keep = on_error == "keep"
+    plan, schema = plan_job(df.schema, spec, keep_errors=keep, locate_rows=locate_rows and not keep)
+    return plan, schema, [c for c in df.columns if c in plan.input_columns]
 
 
 def transform(
@@ -44,15 +57,9 @@ def transform(
     file source) by its file and row index. `stats` is an optional accumulator
     (see `scatterkit.spark._stats`) the executors report to.
     """
-    if on_error not in ON_ERROR:
-        raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
-    keep = on_error == "keep"
-    locate = locate_rows and not keep and spec.row_id is None
-    plan, schema = plan_job(df.schema, spec, keep_errors=keep, locate_rows=locate)
-    # Only the columns the steps read or the output keeps travel to Python.
-    needed = [c for c in df.columns if c in plan.input_columns]
+    plan, schema, needed = _plan(df, spec, on_error, locate_rows)
     extra = []
-    if locate:
+    if plan.locate_rows:
         extra = [
             F.col("_metadata.file_name").alias(FILE_COLUMN),
             F.col("_metadata.row_index").alias(ROW_COLUMN),
@@ -116,8 +123,6 @@ def run_job(
     """
     if mode not in ("errorifexists", "overwrite"):
         raise ValueError(f"mode must be 'errorifexists' or 'overwrite', got {mode!r}")
-    if on_error not in ON_ERROR:
-        raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
     source = spark.read.parquet(input_path)
     arrow = choose_engine(engine, input_path, output_path)
     stats = new_stats(spark)
@@ -176,12 +181,8 @@ def _run_arrow(
     """The job on the Arrow engine, with the same plan (and checks) as `transform`'s."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    keep = on_error == "keep"
-    locate = not keep and spec.row_id is None
-    plan, schema = plan_job(source.schema, spec, keep_errors=keep, locate_rows=locate)
-    columns = [c for c in source.columns if c in plan.input_columns]
-    tensors = {c for step in spec.steps for s in step.inputs.values() for c in s.columns()}
-    tensor_fields = [f for f in source.schema.fields if f.name in tensors]
+    plan, schema, columns = _plan(source, spec, on_error, locate_rows=True)
+    tensor_fields = [f for f in source.schema.fields if f.name in plan.tensor_columns]
     run_arrow_job(
         spark.sparkContext,
         plan,
