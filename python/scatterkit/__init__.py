@@ -21,10 +21,12 @@ from . import _core
 from ._api import (
     get_num_threads,
     get_op,
+    output_cache_info,
     scatter_elements_update,
     scatter_nd_update,
     scatter_update,
     set_num_threads,
+    set_output_cache,
     slice_scatter,
 )
 
@@ -36,10 +38,12 @@ __all__ = [
     "get_include",
     "get_num_threads",
     "get_op",
+    "output_cache_info",
     "scatter_elements_update",
     "scatter_nd_update",
     "scatter_update",
     "set_num_threads",
+    "set_output_cache",
     "slice_scatter",
 ]
 

@@ -393,3 +393,28 @@ def set_num_threads(n: int) -> None:
 def get_num_threads() -> int:
     """Number of threads the kernels use."""
     return _core.get_num_threads()
+
+
+def set_output_cache(max_bytes: int) -> None:
+    """Set how much memory of freed results is kept for the next ones (default 1 GiB).
+
+    Results of 4 MiB and more are allocated from a cache: when such an array is
+    freed its memory is kept, and the next result of the same size (rounded up to
+    2 MiB) reuses it instead of a fresh mapping, which the operating system zeroes
+    page by page on first touch (for a 50 MB result as costly as the scatter itself).
+    The cache holds at most `max_bytes`, dropping the least recently freed memory
+    first; ``set_output_cache(0)`` releases it all and turns recycling off.
+    """
+    if isinstance(max_bytes, (bool, np.bool_)) or not isinstance(max_bytes, (int, np.integer)):
+        raise TypeError(
+            f"set_output_cache: max_bytes must be an integer, got {type(max_bytes).__name__}"
+        )
+    if max_bytes < 0:
+        raise ValueError(f"set_output_cache: max_bytes must be >= 0, got {max_bytes}")
+    _core.set_output_cache(min(int(max_bytes), 2**63 - 1))
+
+
+def output_cache_info() -> dict[str, int]:
+    """The result cache's state: ``limit``, ``cached_bytes``, ``cached_blocks``, ``hits``
+    and ``misses`` (allocations served from the cache, and not)."""
+    return dict(_core.output_cache_info())

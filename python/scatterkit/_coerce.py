@@ -6,12 +6,15 @@ kernels take; shape rules and index checks live once, in C++.
 
 from __future__ import annotations
 
+import math
 import operator
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+
+from . import _core
 
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
@@ -205,6 +208,20 @@ def check_reduction(value: Any, op: str) -> str:
     return value
 
 
+# Outputs from this size up take recycled memory (_core.empty_output): a fresh
+# mapping is zeroed page by page on first touch, which for tens of megabytes
+# costs as much as the op. Smaller ones come from malloc's heap, already mapped.
+# 4 MiB is also where NumPy starts asking for huge pages.
+_RECYCLE_MIN_BYTES = 4 << 20
+
+
+def new_output(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """An uninitialised C-contiguous array for a result (or a temporary)."""
+    if dtype.itemsize * math.prod(shape) >= _RECYCLE_MIN_BYTES:
+        return _core.empty_output(dtype, list(shape))
+    return np.empty(shape, dtype=dtype)
+
+
 def _same_buffer(a: np.ndarray, b: np.ndarray) -> bool:
     return (
         a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
@@ -233,7 +250,7 @@ def execute(
     """
     if out is None:
         src = np.require(data, requirements=["C", "A"])
-        dst = np.empty(src.shape, dtype=src.dtype)
+        dst = new_output(src.shape, src.dtype)
         kernel(src, dst)
         return dst
     if not isinstance(out, np.ndarray):
@@ -258,7 +275,7 @@ def execute(
     if _directly_writable(out) and not overlaps_reads and not np.may_share_memory(out, src):
         kernel(src, out)
     else:
-        tmp = np.empty(src.shape, dtype=src.dtype)
+        tmp = new_output(src.shape, src.dtype)
         kernel(src, tmp)
         np.copyto(out, tmp)
     return out
