@@ -47,7 +47,11 @@ def _scatter_elements_update(
     tag = dtype_tag(data.dtype)
 
     def kernel(src, dst):
-        _core.scatter_elements_update(src, idx, upd, ax, dst, tag, red, init, allow_negative, name)
+        # dst is not the caller's out: a buffer of ours, dropped if the kernel raises
+        fresh = dst is not out
+        _core.scatter_elements_update(
+            src, idx, upd, ax, dst, tag, red, init, allow_negative, fresh, name
+        )
 
     return execute(name, data, out, (idx, upd), kernel)
 

@@ -26,6 +26,7 @@ def scatter_elements_update(
     reduction: str,
     use_init_val: bool,
     allow_negative: bool,
+    discard_out_on_error: bool,
     name: str,
 ) -> None: ...
 def scatter_nd_update(

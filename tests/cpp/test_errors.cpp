@@ -186,6 +186,30 @@ TEST_F(ScatterElementsUpdateErrors, FirstOffenderInCOrder) {
   expect_out_untouched();
 }
 
+TEST_F(ScatterElementsUpdateErrors, HistogramFoldingIntoADiscardedOutKeepsData) {
+  // 40 int64 indices into 5 bins: validation is fused into the fold, which with
+  // discard_out_on_error runs on `out` itself. The error still names the first
+  // offender, and data is never written.
+  std::vector<int64_t> idx(40);
+  for (size_t k = 0; k < idx.size(); ++k) idx[k] = int64_t(k % 5);
+  idx[30] = 5;
+  idx[35] = -9;
+  const std::vector<float> upd(40, 1.0f);
+  const std::vector<float> before = data;
+  OpOptions options;
+  options.discard_out_on_error = true;
+  for (Reduction r : {Reduction::kSum, Reduction::kMax}) {
+    EXPECT_TRUE(throws_with<IndexError>(
+        [&] {
+          scatterkit::scatter_elements_update<float, int64_t>(
+              cview(data, {2, 5}), cview(idx, {1, 40}), cview(upd, {1, 40}), 1, mview(out, {2, 5}),
+              r, true, options);
+        },
+        "index 5 is out of bounds for axis 1 with size 5 (at indices[0, 30]"));
+    EXPECT_EQ(data, before);
+  }
+}
+
 TEST_F(ScatterElementsUpdateErrors, BelowMinusSize) {
   const std::vector<int32_t> idx = {-6};
   const std::vector<float> upd(1);

@@ -33,6 +33,10 @@ struct OpOptions {
   bool allow_negative_indices = true;
   // Prefix of error messages; the op's own name when null.
   const char* name = nullptr;
+  // The caller throws `out` away if the op fails (a buffer it has just
+  // allocated), so the op may write to it before every index is checked: a
+  // histogram then folds straight into it instead of into a scratch copy.
+  bool discard_out_on_error = false;
 };
 
 namespace detail {

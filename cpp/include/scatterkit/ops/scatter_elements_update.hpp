@@ -372,19 +372,19 @@ void merge_tables(T* acc, const T* part, int64_t n) {
 }
 
 // Folds part k of every line (a range of positions along the axis) into
-// table k, checking each index: tables[0] starts as a copy of data, the others
-// at the identity, each set up by the thread that folds into it. Returns false
-// if an index was invalid.
+// tables[k], checking each index: tables[0] starts as a copy of data, the
+// others at the identity, each set up by the thread that folds into it.
+// Returns false if an index was invalid.
 template <class Op, class T, class KI>
-bool fold_parts(const ElementsLayout& l, const KI* idx, const T* upd, const T* data, T* tables,
-                int64_t count, int64_t parts, IndexRange valid, int64_t bytes) {
+bool fold_parts(const ElementsLayout& l, const KI* idx, const T* upd, const T* data,
+                T* const* tables, int64_t count, int64_t parts, IndexRange valid, int64_t bytes) {
   std::atomic<bool> bad{false};
   parallel_for(parts, bytes, [&](int64_t k0, int64_t k1) {
     for (int64_t k = k0; k < k1 && !bad.load(std::memory_order_relaxed); ++k) {
-      T* table = tables + k * count;
-      if (k == 0)
-        std::memcpy(table, data, size_t(count) * sizeof(T));
-      else
+      T* table = tables[k];
+      if (k == 0) {
+        if (table != data) std::memcpy(table, data, size_t(count) * sizeof(T));
+      } else
         std::fill_n(table, count, T(Op::identity()));
       const int64_t j0 = l.along * k / parts, j1 = l.along * (k + 1) / parts;
       for (int64_t o = 0; o < l.outer; ++o)
@@ -401,47 +401,58 @@ bool fold_parts(const ElementsLayout& l, const KI* idx, const T* upd, const T* d
 
 // reduce_via_scratch for one line or a few, split between threads: folds
 // each part into a table of its own, then merges the tables in part order.
+// With fold_into_out, out itself is the first table.
 template <class Op, class T, class KI>
 bool reduce_in_parts(const ElementsLayout& l, const KI* idx, const T* upd, const T* data, T* out,
-                     int64_t count, int64_t parts, IndexRange valid, int64_t bytes) {
+                     int64_t count, int64_t parts, IndexRange valid, int64_t bytes,
+                     bool fold_into_out) {
+  const int64_t own = fold_into_out ? parts - 1 : parts;
   // not vector<T>: T may be bool
-  const std::unique_ptr<T[]> tables(new T[size_t(parts * count)]);
-  if (!fold_parts<Op>(l, idx, upd, data, tables.get(), count, parts, valid, bytes)) return false;
+  const std::unique_ptr<T[]> scratch(new T[size_t(own * count)]);
+  std::vector<T*> tables(static_cast<size_t>(parts), nullptr);
+  for (int64_t k = 0; k < parts; ++k)
+    tables[size_t(k)] = fold_into_out && k == 0 ? out : scratch.get() + (k - (parts - own)) * count;
+  if (!fold_parts<Op>(l, idx, upd, data, tables.data(), count, parts, valid, bytes)) return false;
   parallel_for(count, count * int64_t(sizeof(T)) * (parts + 1), [&](int64_t b, int64_t e) {
     for (int64_t k = 1; k < parts; ++k)
-      merge_tables<Op>(tables.get() + b, tables.get() + k * count + b, e - b);
-    std::memcpy(out + b, tables.get() + b, size_t(e - b) * sizeof(T));
+      merge_tables<Op>(tables[0] + b, tables[size_t(k)] + b, e - b);
+    if (tables[0] != out) std::memcpy(out + b, tables[0] + b, size_t(e - b) * sizeof(T));
   });
   return true;
 }
 
 // Folds into a scratch copy of data, checking each index as it is read, and
 // copies the result to `out` only if every index was valid: a bad index still
-// leaves `out` untouched, and the caller then reports it. With fewer lines
+// leaves `out` untouched, and the caller then reports it. When the caller
+// discards out on an error (fold_into_out), out is that copy. With fewer lines
 // than threads (a 1-D histogram), reductions that merge exactly split each
 // line between threads instead.
 template <class Op, class T, class KI>
 bool reduce_via_scratch(const ElementsLayout& l, const KI* idx, const T* upd, const T* data, T* out,
-                        int64_t count, bool use_init_val, IndexRange valid, int64_t bytes) {
+                        int64_t count, bool use_init_val, IndexRange valid, int64_t bytes,
+                        bool fold_into_out) {
   const int64_t table_bytes = count * int64_t(sizeof(T));
   // With use_init_val false each target hit starts at the identity, which a
   // part cannot tell from a target that only other parts hit: whole lines.
   if constexpr (merges_exactly_v<Op, T>) {
     const int64_t index_bytes = l.outer * l.along * l.inner * int64_t(sizeof(KI));
     const int64_t parts = use_init_val ? line_parts(l, table_bytes, index_bytes, bytes) : 1;
-    if (parts > 1) return reduce_in_parts<Op>(l, idx, upd, data, out, count, parts, valid, bytes);
+    if (parts > 1)
+      return reduce_in_parts<Op>(l, idx, upd, data, out, count, parts, valid, bytes, fold_into_out);
   }
-  const std::unique_ptr<T[]> scratch(new T[size_t(count)]);  // not vector<T>: T may be bool
-  parallel_copy(scratch.get(), data, table_bytes);
+  std::unique_ptr<T[]> scratch;  // not vector<T>: T may be bool
+  if (!fold_into_out) scratch.reset(new T[size_t(count)]);
+  T* work = fold_into_out ? out : scratch.get();
+  if (work != data) parallel_copy(work, data, table_bytes);
   std::atomic<bool> bad{false};
   for_each_line_block(l, bytes, narrow_block_lines(l), [&](const LineBlock& blk) {
     if (bad.load(std::memory_order_relaxed)) return;
-    T* base = scratch.get() + l.outer_offset[size_t(blk.o)];
+    T* base = work + l.outer_offset[size_t(blk.o)];
     if (!fold_block_in_place<Op>(l, blk, idx, upd, base, use_init_val, valid))
       bad.store(true, std::memory_order_relaxed);
   });
   if (bad.load()) return false;
-  parallel_copy(out, scratch.get(), table_bytes);
+  if (work != out) parallel_copy(out, work, table_bytes);
   return true;
 }
 
@@ -533,7 +544,8 @@ inline void scatter_elements_update(const TensorRef& data, const IndexRef& indic
             const bool negative_ok = options.allow_negative_indices && std::is_signed_v<I>;
             if (!reduce_via_scratch<Op>(layout, idx, upd, static_cast<const T*>(data.data),
                                         static_cast<T*>(out), numel(data.shape), use_init_val,
-                                        IndexRange{negative_ok ? -size : 0, size}, bytes))
+                                        IndexRange{negative_ok ? -size : 0, size}, bytes,
+                                        options.discard_out_on_error))
               validate();  // throws, naming the first bad index
             return;
           }
