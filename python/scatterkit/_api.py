@@ -402,7 +402,7 @@ def get_num_threads() -> int:
 def set_output_cache(max_bytes: int) -> None:
     """Set how much memory of freed results is kept for the next ones (default 1 GiB).
 
-    Results of 4 MiB and more are allocated from a cache: when such an array is
+    Results of 1 MiB and more are allocated from a cache: when such an array is
     freed its memory is kept, and the next result of the same size (rounded up to
     2 MiB) reuses it instead of a fresh mapping, which the operating system zeroes
     page by page on first touch (for a 50 MB result as costly as the scatter itself).

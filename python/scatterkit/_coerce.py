@@ -210,9 +210,10 @@ def check_reduction(value: Any, op: str) -> str:
 
 # Outputs from this size up take recycled memory (_core.empty_output): a fresh
 # mapping is zeroed page by page on first touch, which for tens of megabytes
-# costs as much as the op. Smaller ones come from malloc's heap, already mapped.
-# 4 MiB is also where NumPy starts asking for huge pages.
-_RECYCLE_MIN_BYTES = 4 << 20
+# costs as much as the op. Smaller ones come from malloc's heap, already mapped;
+# from about a megabyte malloc maps them afresh too (and, in a process that
+# also holds larger arrays, a 4 MB result measured 1 ms slower than a reused one).
+_RECYCLE_MIN_BYTES = 1 << 20
 
 
 def new_output(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Results of 4 MiB and more take recycled memory (set_output_cache / output_cache_info)."""
+"""Results of 1 MiB and more take recycled memory (set_output_cache / output_cache_info)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from reference import ref_scatter_elements_update
 import scatterkit as sk
 
 MiB = 1 << 20
-LARGE = (64, 128, 128)  # 4 MiB of float32: the smallest recycled size
-SMALL = (64, 128, 127)
+LARGE = (64, 128, 32)  # 1 MiB of float32: the smallest recycled size, in a 2 MiB block
+SMALL = (64, 128, 31)
 
 
 @pytest.fixture(autouse=True)
@@ -61,7 +61,7 @@ def test_a_freed_result_is_reused_by_the_next_of_its_size():
     assert counts() == (hits, misses + 1)
     del first
     info = sk.output_cache_info()
-    assert info["cached_blocks"] == 1 and info["cached_bytes"] == 4 * MiB
+    assert info["cached_blocks"] == 1 and info["cached_bytes"] == 2 * MiB
     second = scatter(LARGE, seed=2)  # checked against the reference: no stale values
     assert address(second) == where
     assert counts() == (hits + 1, misses + 1)
@@ -103,22 +103,22 @@ def test_small_results_are_plain_numpy_arrays():
 
 
 def test_sizes_share_a_block_within_a_two_mib_class_only():
-    first = scatter((64, 128, 129))  # 4 MiB + 32 KiB: a 6 MiB block
+    first = scatter((64, 128, 65))  # 2 MiB + 32 KiB: a 4 MiB block
     where = address(first)
     del first
-    assert address(scatter((64, 128, 130))) == where  # same class
-    del_me = scatter((64, 128, 256))  # 8 MiB class: a new block
-    assert address(del_me) != where
+    assert address(scatter((64, 128, 127))) == where  # same class
+    other = scatter((64, 128, 129))  # 6 MiB class: a new block
+    assert address(other) != where
 
 
 def test_the_limit_drops_the_least_recently_freed_blocks():
-    sk.set_output_cache(8 * MiB)
+    sk.set_output_cache(4 * MiB)
     results = [scatter(LARGE, seed=s) for s in range(3)]
     newest = {address(r) for r in results[1:]}
     while results:  # freed oldest first: the first freed is dropped
         del results[0]
     info = sk.output_cache_info()
-    assert (info["cached_blocks"], info["cached_bytes"]) == (2, 8 * MiB)
+    assert (info["cached_blocks"], info["cached_bytes"]) == (2, 4 * MiB)
     hits, misses = counts()
     again = [scatter(LARGE, seed=s) for s in range(2)]
     assert {address(r) for r in again} == newest
