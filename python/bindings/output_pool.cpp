@@ -2,7 +2,7 @@
 //
 // A fresh output of tens of megabytes comes from mmap, and the kernel zeroes
 // every page on first touch: for a 50 MB output that costs as much as the op
-// itself (W2 at 1 thread: 9.7 ms with a fresh array, 4.4 ms into a reused
+// itself (W2 at 1 thread: 7.6 ms with a fresh array, 3.6 ms into a reused
 // one). ONNX Runtime's arena and OpenVINO's output buffers avoid it the same
 // way. A result's memory returns here when NumPy frees the array, and the
 // next output of the same size class takes it, already mapped.
