@@ -210,9 +210,10 @@ def check_reduction(value: Any, op: str) -> str:
 
 # Outputs from this size up take recycled memory (_core.empty_output): a fresh
 # mapping is zeroed page by page on first touch, which for tens of megabytes
-# costs as much as the op. Smaller ones come from malloc's heap, already mapped;
-# from about a megabyte malloc maps them afresh too (and, in a process that
-# also holds larger arrays, a 4 MB result measured 1 ms slower than a reused one).
+# costs as much as the op. Smaller ones come from malloc's heap, already mapped.
+# glibc maps a block afresh above its mmap threshold, which adapts between
+# 128 KiB and 32 MiB to what the process freed before, so from about a megabyte
+# a new array may or may not be a fresh mapping.
 _RECYCLE_MIN_BYTES = 1 << 20
 
 
@@ -268,7 +269,8 @@ def execute(
         if _directly_writable(out) and not overlaps_reads:
             kernel(out, out)
         else:
-            tmp = np.array(out, order="C")
+            tmp = new_output(out.shape, out.dtype)
+            np.copyto(tmp, out)
             kernel(tmp, tmp)
             np.copyto(out, tmp)
         return out

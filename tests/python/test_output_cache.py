@@ -144,6 +144,25 @@ def test_a_failed_call_returns_its_output_to_the_cache():
     assert sk.output_cache_info()["cached_blocks"] == 1
 
 
+def test_strided_in_place_goes_through_a_recycled_temporary():
+    # out=data that is not contiguous is updated through a temporary copy: recycled too, and
+    # an error leaves data as it was.
+    base = np.arange(2 * 64 * 128 * 32, dtype=np.float32).reshape(64, 128, 64)
+    data = base[:, :, ::2]
+    want = ref_scatter_elements_update(data, [[[3]]], [[[-1.0]]], 0, reduction="sum")
+    hits, misses = counts()
+    assert (
+        sk.scatter_elements_update(data, [[[3]]], [[[-1.0]]], 0, reduction="sum", out=data) is data
+    )
+    np.testing.assert_array_equal(data, want)
+    assert counts() == (hits, misses + 1)
+    before = base.copy()
+    with pytest.raises(IndexError):
+        sk.scatter_elements_update(data, [[[3, 64]]], [[[1.0, 1.0]]], 0, reduction="sum", out=data)
+    np.testing.assert_array_equal(base, before)
+    assert counts() == (hits + 1, misses + 1)
+
+
 @pytest.mark.parametrize("bad", [-1, -(2**70)])
 def test_set_output_cache_rejects_negative_sizes(bad):
     with pytest.raises(ValueError, match="set_output_cache: max_bytes must be >= 0"):
