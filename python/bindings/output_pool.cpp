@@ -16,6 +16,7 @@
 
 #include <cstdlib>
 #include <deque>
+#include <memory>
 #include <new>
 #include <vector>
 
@@ -117,13 +118,14 @@ py::array empty_output(const py::dtype& dtype, const std::vector<py::ssize_t>& s
     bytes *= size_t(n);
   }
   if (bytes == 0) return py::array(dtype, shape);
-  auto* block = new Block(pool().acquire(bytes));
-  py::capsule owner(block, [](void* p) {
-    auto* b = static_cast<Block*>(p);
+  auto block = std::make_unique<Block>(pool().acquire(bytes));
+  void* ptr = block->ptr;
+  py::capsule owner(block.get(), [](void* p) {
+    const std::unique_ptr<Block> b(static_cast<Block*>(p));
     pool().release(*b);
-    delete b;
   });
-  return py::array(dtype, shape, block->ptr, owner);
+  block.release();  // the capsule owns it now, whatever happens next
+  return py::array(dtype, shape, ptr, owner);
 }
 
 }  // namespace

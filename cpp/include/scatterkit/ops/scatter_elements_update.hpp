@@ -409,9 +409,9 @@ bool reduce_in_parts(const ElementsLayout& l, const KI* idx, const T* upd, const
   const int64_t own = fold_into_out ? parts - 1 : parts;
   // not vector<T>: T may be bool
   const std::unique_ptr<T[]> scratch(new T[size_t(own * count)]);
-  std::vector<T*> tables(static_cast<size_t>(parts), nullptr);
-  for (int64_t k = 0; k < parts; ++k)
-    tables[size_t(k)] = fold_into_out && k == 0 ? out : scratch.get() + (k - (parts - own)) * count;
+  std::vector<T*> tables;
+  for (int64_t k = 0, next = 0; k < parts; ++k)
+    tables.push_back(fold_into_out && k == 0 ? out : scratch.get() + count * next++);
   if (!fold_parts<Op>(l, idx, upd, data, tables.data(), count, parts, valid, bytes)) return false;
   parallel_for(count, count * int64_t(sizeof(T)) * (parts + 1), [&](int64_t b, int64_t e) {
     for (int64_t k = 1; k < parts; ++k)
