@@ -210,6 +210,26 @@ TEST_F(ScatterElementsUpdateErrors, HistogramFoldingIntoADiscardedOutKeepsData) 
   }
 }
 
+TEST_F(ScatterElementsUpdateErrors, HistogramBadIndexAfterManyNegativeOnes) {
+  // Past a few negative indices, a long line is walked by the general loop
+  // rather than the fast one; its bad index is still found and named.
+  std::vector<int64_t> idx(400);
+  for (size_t k = 0; k < idx.size(); ++k) idx[k] = int64_t(k % 5) - 5;  // all negative
+  idx[300] = -6;
+  idx[350] = 5;
+  const std::vector<float> upd(400, 1.0f);
+  for (Reduction r : {Reduction::kNone, Reduction::kSum, Reduction::kMax}) {
+    EXPECT_TRUE(throws_with<IndexError>(
+        [&] {
+          scatterkit::scatter_elements_update<float, int64_t>(
+              cview(data, {2, 5}), cview(idx, {1, 400}), cview(upd, {1, 400}), 1,
+              mview(out, {2, 5}), r);
+        },
+        "index -6 is out of bounds for axis 1 with size 5 (at indices[0, 300]"));
+    expect_out_untouched();
+  }
+}
+
 TEST_F(ScatterElementsUpdateErrors, BelowMinusSize) {
   const std::vector<int32_t> idx = {-6};
   const std::vector<float> upd(1);

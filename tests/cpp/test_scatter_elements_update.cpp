@@ -288,6 +288,41 @@ INSTANTIATE_TEST_SUITE_P(AxesAndReductions, ScatterElementsUpdateRandom,
                                   (std::get<2>(p.param) ? "_init" : "_noinit");
                          });
 
+// A 1-D histogram walks its one long line with a fast loop for indices in
+// [0, size), which hands the rest of the line to a general loop after a few
+// negative ones: every mix of signs must give the reference's result.
+TEST(ScatterElementsUpdate, OneLongLineWithAnyMixOfSigns) {
+  const int64_t size = 97, n = 5000;
+  struct Mix {
+    const char* name;
+    int64_t first_negative;  // positions before this one are never negative
+    int every;               // then every `every`-th index is negative (0: none)
+  };
+  const Mix mixes[] = {{"no negatives", n, 0},
+                       {"a few negatives", 0, 400},
+                       {"all negative", 0, 1},
+                       {"negatives from the middle on", n / 2, 3},
+                       {"half negative", 0, 2}};
+  std::mt19937 rng(11);
+  std::vector<int32_t> data(static_cast<size_t>(size)), upd(static_cast<size_t>(n));
+  for (auto& v : data) v = int32_t(rng() % 19) - 9;
+  for (auto& v : upd) v = int32_t(rng() % 19) - 9;
+  for (const Mix& mix : mixes) {
+    std::vector<int64_t> idx(static_cast<size_t>(n));
+    for (int64_t k = 0; k < n; ++k) {
+      idx[size_t(k)] = int64_t(rng() % uint64_t(size));
+      if (k >= mix.first_negative && mix.every > 0 && k % mix.every == 0) idx[size_t(k)] -= size;
+    }
+    for (Reduction r : {Reduction::kNone, Reduction::kSum, Reduction::kMax, Reduction::kMean}) {
+      std::vector<int32_t> out(data.size());
+      scatter_elements_update<int32_t, int64_t>(cview(data, {size}), cview(idx, {n}),
+                                                cview(upd, {n}), 0, mview(out, {size}), r);
+      EXPECT_EQ(out, reference(data, {size}, idx, {n}, upd, 0, r, true))
+          << mix.name << ", " << scatterkit::reduction_name(r);
+    }
+  }
+}
+
 TEST(ScatterElementsUpdate, FloatSumMatchesReferenceBitwise) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> value(-1e4f, 1e4f);

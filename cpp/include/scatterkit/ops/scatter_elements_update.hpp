@@ -149,33 +149,64 @@ struct PrefetchTarget {
 // Updates between an index being prefetched and being applied.
 constexpr int64_t kPrefetchDistance = 8;
 
+// Indices outside [0, size) after which a one-line walk (visit_line) leaves
+// its fast loop for the general one.
+constexpr int64_t kFastLoopMisses = 16;
+
+// visit_block for a block of one line (a histogram, say): long, with random
+// targets, so each update waits on a cache miss and the loop must stay short
+// for the core to keep many in flight. The fast loop accepts an index in
+// [0, size) (valid for every op) with one unsigned compare and prefetches with
+// the raw index: 1.1-1.2x faster on a 10M-update float32 histogram and on an
+// in-place W2. Negative indices would mispredict its branch and waste its
+// prefetches: after a few, the rest of the line goes to the general loop,
+// which wraps and checks every index (as fast as before with half or all of
+// the indices negative).
+template <class I, class F, class Valid, class Prefetch>
+inline bool visit_line(const ElementsLayout& l, const LineBlock& blk, const I* idx, F& f,
+                       Valid valid, Prefetch prefetch) {
+  const int64_t size = l.axis_size, stride = l.axis_stride, inner = l.inner;
+  const int64_t offset = l.inner_at(blk.i0);
+  const int64_t first = blk.o * l.along * inner + blk.i0;  // the line's first update
+  const I* column = idx + first;
+  const int64_t ahead = blk.j1 - kPrefetchDistance;
+  // unsigned: the index may be invalid, its offset must not overflow
+  auto fetch = [&](int64_t a) {
+    prefetch(int64_t(uint64_t(a) * uint64_t(stride) + uint64_t(offset)));
+  };
+  int64_t j = blk.j0, misses = 0;
+  for (; j < blk.j1 && misses < kFastLoopMisses; ++j) {
+    if (j < ahead) fetch(int64_t(column[(j + kPrefetchDistance) * inner]));
+    const I v = column[j * inner];
+    int64_t a = int64_t(v);
+    if (uint64_t(a) >= uint64_t(size)) {
+      if (!valid(v)) return false;
+      a = wrap_index(v, size);
+      ++misses;
+    }
+    f(a, a * stride + offset, first + j * inner);
+  }
+  for (; j < blk.j1; ++j) {
+    if (j < ahead) fetch(wrap_index(column[(j + kPrefetchDistance) * inner], size));
+    const I v = column[j * inner];
+    if (!valid(v)) return false;
+    const int64_t a = wrap_index(v, size);
+    f(a, a * stride + offset, first + j * inner);
+  }
+  return true;
+}
+
 // Calls f(a, t, p) for every update of the block, in C order within each line:
 // a is its target coordinate along the axis, t the target's data offset from
 // the block's outer base (elements) and p the update's position. The loops are
-// kept tight: a one-line block walks its line with a stride, calling
-// prefetch(t) a few updates ahead. Stops and returns false at the first index
-// that `valid` rejects.
+// kept tight; a one-line block goes to visit_line. Stops and returns false at
+// the first index that `valid` rejects.
 template <class I, class F, class Valid = Prevalidated, class Prefetch = NoPrefetch>
 inline bool visit_block(const ElementsLayout& l, const LineBlock& blk, const I* idx, F&& f,
                         Valid valid = {}, Prefetch prefetch = {}) {
+  if (blk.i1 - blk.i0 == 1) return visit_line(l, blk, idx, f, valid, prefetch);
   const int64_t size = l.axis_size, stride = l.axis_stride, inner = l.inner, along = l.along;
   const int64_t first = blk.o * along * inner;
-  if (blk.i1 - blk.i0 == 1) {
-    const int64_t offset = l.inner_at(blk.i0);
-    const I* column = idx + first + blk.i0;
-    const int64_t ahead = blk.j1 - kPrefetchDistance;
-    for (int64_t j = blk.j0, p = first + blk.i0 + blk.j0 * inner; j < blk.j1; ++j, p += inner) {
-      if (j < ahead) {  // unsigned: the index may be invalid, its offset must not overflow
-        const uint64_t next = uint64_t(wrap_index(column[(j + kPrefetchDistance) * inner], size));
-        prefetch(int64_t(next * uint64_t(stride) + uint64_t(offset)));
-      }
-      const I v = column[j * inner];
-      if (!valid(v)) return false;
-      const int64_t a = wrap_index(v, size);
-      f(a, a * stride + offset, p);
-    }
-    return true;
-  }
   const int64_t* inner_offset = l.inner_offset.empty() ? nullptr : l.inner_offset.data();
   for (int64_t j = blk.j0; j < blk.j1; ++j) {
     const int64_t row = first + j * inner;
