@@ -157,11 +157,10 @@ constexpr int64_t kFastLoopMisses = 16;
 // targets, so each update waits on a cache miss and the loop must stay short
 // for the core to keep many in flight. The fast loop accepts an index in
 // [0, size) (valid for every op) with one unsigned compare and prefetches with
-// the raw index: 1.1-1.2x faster on a 10M-update float32 histogram and on an
-// in-place W2. Negative indices would mispredict its branch and waste its
-// prefetches: after a few, the rest of the line goes to the general loop,
-// which wraps and checks every index (as fast as before with half or all of
-// the indices negative).
+// the raw index: 1.1-1.2x faster on a 10M-update float32 histogram. Negative
+// indices would mispredict its branch and waste its prefetches: after a few,
+// the rest of the line goes to the general loop, which wraps and checks every
+// index (as fast as before with half or all of the indices negative).
 template <class I, class F, class Valid, class Prefetch>
 inline bool visit_line(const ElementsLayout& l, const LineBlock& blk, const I* idx, F& f,
                        Valid valid, Prefetch prefetch) {
