@@ -88,16 +88,27 @@ def distinct_along(rng, full: tuple[int, ...], axis: int, count: int) -> np.ndar
     return np.take(np.argsort(keys, axis=axis), np.arange(count), axis=axis)
 
 
-@pytest.mark.parametrize("elements", [24, 100_000])
-def test_scatter_elements_update(elements):
-    rng = np.random.default_rng(elements)
+def random_cases(elements: int, seed: int):
+    """Yields (rng, dtype, shape) for each case of a test, run at 2 threads: a random data
+    type and a shape of rank 1 to 3 with about `elements` elements."""
+    rng = np.random.default_rng(seed)
     sk.set_num_threads(2)
     for _ in range(CASES if elements < 1000 else CASES // 6):
         dtype = DTYPES[rng.integers(len(DTYPES))]
         rank = int(rng.integers(1, 4))
-        shape = random_shape(rng, rank, elements)
-        axis = int(rng.integers(-rank, rank))
-        ax, n = axis % rank, shape[axis % rank]
+        yield rng, dtype, random_shape(rng, rank, elements)
+
+
+def random_axis(rng, shape: tuple[int, ...]) -> tuple[int, int, int]:
+    """An axis as given (maybe negative), the same axis normalised, and its extent."""
+    axis = int(rng.integers(-len(shape), len(shape)))
+    return axis, axis % len(shape), shape[axis]
+
+
+@pytest.mark.parametrize("elements", [24, 100_000])
+def test_scatter_elements_update(elements):
+    for rng, dtype, shape in random_cases(elements, seed=elements):
+        axis, ax, n = random_axis(rng, shape)
         reduction = str(rng.choice(["none", "sum", "prod", "min", "max", "mean"]))
         use_init_val = bool(rng.integers(2))
         lines = tuple(int(rng.integers(1, d + 1)) for d in shape)
@@ -110,9 +121,8 @@ def test_scatter_elements_update(elements):
         idx = with_negatives(rng, idx, n, INDEX_DTYPES[rng.integers(2)])
         data = small_values(rng, shape, dtype, reduction)
         updates = small_values(rng, idx.shape, dtype, reduction)
-        case = dict(dtype=dtype, shape=shape, indices=idx.shape, axis=axis, reduction=reduction)
-        case["use_init_val"] = use_init_val
         attributes = dict(reduction=reduction, use_init_val=use_init_val)
+        case = dict(dtype=dtype, shape=shape, indices=idx.shape, axis=axis, **attributes)
         ours = scatterkit_result(sk.scatter_elements_update, data, idx, updates, axis, **attributes)
         theirs = openvino_result(
             ops12.scatter_elements_update, (data, idx, updates), np.int64(axis), **attributes
@@ -122,13 +132,8 @@ def test_scatter_elements_update(elements):
 
 @pytest.mark.parametrize("elements", [24, 100_000])
 def test_scatter_nd_update(elements):
-    rng = np.random.default_rng(elements + 1)
-    sk.set_num_threads(2)
-    for _ in range(CASES if elements < 1000 else CASES // 6):
-        dtype = DTYPES[rng.integers(len(DTYPES))]
-        rank = int(rng.integers(1, 4))
-        shape = random_shape(rng, rank, elements)
-        k = int(rng.integers(1, rank + 1))
+    for rng, dtype, shape in random_cases(elements, seed=elements + 1):
+        k = int(rng.integers(1, len(shape) + 1))
         reduction = str(rng.choice(["none", "sum", "prod", "min", "max"]))
         addressable = int(np.prod(shape[:k]))
         if reduction == "none":
@@ -148,14 +153,8 @@ def test_scatter_nd_update(elements):
 
 @pytest.mark.parametrize("elements", [24, 100_000])
 def test_scatter_update(elements):
-    rng = np.random.default_rng(elements + 2)
-    sk.set_num_threads(2)
-    for _ in range(CASES if elements < 1000 else CASES // 6):
-        dtype = DTYPES[rng.integers(len(DTYPES))]
-        rank = int(rng.integers(1, 4))
-        shape = random_shape(rng, rank, elements)
-        axis = int(rng.integers(-rank, rank))
-        ax, n = axis % rank, shape[axis % rank]
+    for rng, dtype, shape in random_cases(elements, seed=elements + 2):
+        axis, ax, n = random_axis(rng, shape)
         idx = rng.permutation(n)[: int(rng.integers(1, n + 1))]
         if rng.random() < 0.5:  # indices of rank 2: their shape replaces the axis in updates
             idx = idx[None, :]
@@ -195,15 +194,9 @@ def test_slice_scatter_lengths_everywhere_on_a_small_grid():
 
 @pytest.mark.parametrize("elements", [24, 100_000])
 def test_slice_scatter(elements):
-    rng = np.random.default_rng(elements + 3)
-    sk.set_num_threads(2)
     extremes = [np.iinfo(np.int64).min, np.iinfo(np.int64).max]
-    for _ in range(CASES if elements < 1000 else CASES // 6):
-        dtype = DTYPES[rng.integers(len(DTYPES))]
-        rank = int(rng.integers(1, 4))
-        shape = random_shape(rng, rank, elements)
-        axis = int(rng.integers(-rank, rank))
-        ax, n = axis % rank, shape[axis % rank]
+    for rng, dtype, shape in random_cases(elements, seed=elements + 3):
+        axis, ax, n = random_axis(rng, shape)
         start, stop = (int(v) for v in rng.integers(-n - 3, n + 4, size=2))
         if rng.random() < 0.15:
             start = int(rng.choice(extremes))
