@@ -143,7 +143,7 @@ TEST(LineBlocks, CopyFirstCopiesEachPieceBeforeItsBlock) {
     scatterkit::detail::for_each_line_block(
         layout, int64_t(1) << 30, scatterkit::detail::kWideBlockLines,
         [&](const scatterkit::detail::LineBlock& blk) {
-          for (int64_t k = blk.o0 * layout.piece; k < blk.o1 * layout.piece; ++k)
+          for (int64_t k = blk.o0 * layout.piece(); k < blk.o1 * layout.piece(); ++k)
             if (out[size_t(k)] != data[size_t(k)]) early = true;
         },
         {reinterpret_cast<char*>(out.data()), reinterpret_cast<const char*>(data.data()),

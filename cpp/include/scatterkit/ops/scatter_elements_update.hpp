@@ -43,11 +43,11 @@ struct ElementsLayout {
   std::vector<int64_t> outer_offset;
   int64_t outer_stride = 0;
   std::vector<int64_t> inner_offset;  // empty: inner positions are contiguous in data
-  // When indices span every extent of data but the axis, outer position o
-  // owns the piece [o * piece, (o + 1) * piece) of data; else 0.
-  int64_t piece = 0;
 
   int64_t inner_at(int64_t i) const { return inner_offset.empty() ? i : inner_offset[size_t(i)]; }
+  // When indices span every extent of data but the axis, outer position o
+  // owns the piece [o * piece(), (o + 1) * piece()) of data; else 0.
+  int64_t piece() const { return outer_offset.empty() && inner_offset.empty() ? outer_stride : 0; }
   int64_t outer_at(int64_t o) const {
     return outer_offset.empty() ? o * outer_stride : outer_offset[size_t(o)];
   }
@@ -73,7 +73,6 @@ inline ElementsLayout make_elements_layout(const Shape& data, const Shape& idx, 
   if (!inner_contiguous)
     l.inner_offset = offsets_in_c_order(Shape(idx.begin() + axis + 1, idx.end()),
                                         Shape(data_strides.begin() + axis + 1, data_strides.end()));
-  l.piece = l.outer_offset.empty() && inner_contiguous ? l.outer_stride : 0;
   return l;
 }
 
@@ -120,7 +119,7 @@ constexpr int64_t kCopyRunBytes = int64_t(1) << 16;
 
 // Whether copying piece by piece (CopyFirst) pays: many pieces, small ones.
 inline bool copy_in_pieces_pays(const ElementsLayout& l, size_t itemsize) {
-  return l.piece > 0 && l.outer >= 2 && l.piece * int64_t(itemsize) <= kCopyRunBytes / 4;
+  return l.piece() > 0 && l.outer >= 2 && l.piece() * int64_t(itemsize) <= kCopyRunBytes / 4;
 }
 
 // Runs body(LineBlock) over blocks of at most max_lines lines, in parallel:
@@ -150,7 +149,7 @@ void for_each_line_block(const ElementsLayout& l, int64_t bytes, int64_t max_lin
                        0, l.along});
   };
   if (copy.data != nullptr) {
-    const int64_t piece_bytes = l.piece * int64_t(copy.itemsize);
+    const int64_t piece_bytes = l.piece() * int64_t(copy.itemsize);
     const int64_t run = std::max<int64_t>(1, kCopyRunBytes / piece_bytes);
     const int64_t runs = (l.outer + run - 1) / run;
     parallel_for(runs, bytes + 2 * l.outer * piece_bytes, [&](int64_t r0, int64_t r1) {
