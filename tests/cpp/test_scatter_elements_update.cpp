@@ -2,6 +2,7 @@
 //   out[p with p[axis] = indices[p]] = reduce(out[...], updates[p]), C order of p.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -339,6 +340,60 @@ TEST(ScatterElementsUpdate, FloatSumMatchesReferenceBitwise) {
   sktest::ref_scatter_elements(expected, dshape, idx, {40, 30}, upd, 0,
                                [](float& d, float u) { d = d + u; });
   EXPECT_TRUE(same_bits(out, expected));
+}
+
+// A float mean over one line with more updates than targets (a 1-D
+// histogram): in a table of slots while that fits in L2, else summed in place
+// and counted in bytes that wrap. Targets hit 256 times and more, a line along
+// a strided axis, and untouched targets (a NaN payload, -0) that must keep
+// their exact bits, with and without data's value.
+template <class T>
+void check_histogram_mean(int64_t size, int64_t columns, int64_t n, bool use_init_val,
+                          bool hot_target) {
+  std::mt19937 rng(uint32_t(size * 31 + n));
+  std::uniform_real_distribution<T> value(-100, 100);
+  const Shape dshape = {size, columns};
+  std::vector<T> data(static_cast<size_t>(size * columns)), upd(static_cast<size_t>(n));
+  for (auto& v : data) v = value(rng);
+  for (auto& v : upd) v = value(rng);
+  const int64_t untouched = size - 1;
+  data[size_t(untouched * columns)] = std::numeric_limits<T>::quiet_NaN();
+  std::memset(&data[size_t(untouched * columns)], 0x7f, 2);  // a payload
+  if (size > 2) data[size_t((size - 2) * columns)] = T(-0.0);
+  std::vector<int64_t> idx(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) {
+    // with a hot target, a third of the updates into target 3 (its count wraps)
+    idx[size_t(k)] = hot_target && k % 3 == 0 ? 3 : int64_t(rng() % uint64_t(size - 2));
+    if (k % 7 == 0) idx[size_t(k)] -= size;  // negative ones wrap
+  }
+  std::vector<T> out(data.size()), expected = data;
+  scatter_elements_update<T, int64_t>(cview(data, dshape), cview(idx, {n, 1}), cview(upd, {n, 1}),
+                                      0, mview(out, dshape), Reduction::kMean, use_init_val);
+  std::vector<T> sum(static_cast<size_t>(size));
+  std::vector<int64_t> count(static_cast<size_t>(size), 0);
+  for (int64_t a = 0; a < size; ++a)
+    sum[size_t(a)] = use_init_val ? data[size_t(a * columns)] : T(0);
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t a = (idx[size_t(k)] + size) % size;
+    sum[size_t(a)] = sum[size_t(a)] + upd[size_t(k)];
+    ++count[size_t(a)];
+  }
+  for (int64_t a = 0; a < size; ++a)
+    if (count[size_t(a)] > 0)
+      expected[size_t(a * columns)] = sum[size_t(a)] / T(count[size_t(a)] + (use_init_val ? 1 : 0));
+  EXPECT_TRUE(same_bits(out, expected)) << "size " << size << ", columns " << columns << ", n " << n
+                                        << ", init " << use_init_val << ", hot " << hot_target;
+}
+
+TEST(ScatterElementsUpdate, FloatHistogramMeanMatchesReferenceBitwise) {
+  for (bool init : {true, false})
+    for (int64_t columns : {1, 3})
+      for (bool hot : {true, false}) {
+        check_histogram_mean<float>(50, columns, 5000, init, hot);  // a table
+        check_histogram_mean<float>(1000, columns, 1200, init, hot);
+        check_histogram_mean<float>(70000, columns, 90000, init, hot);  // bytes; hot: wraps
+        check_histogram_mean<double>(40000, columns, 45000, init, hot);
+      }
 }
 
 }  // namespace
