@@ -258,5 +258,37 @@ TEST(ScatterUpdate, RandomShapesMatchReference) {
   }
 }
 
+// Small slabs (along the last axis) are written over a copy of data a block
+// of 64 KB at a time: winners in several blocks, a winner table and a sorted
+// list of winners (a few indices into a long axis), out of place and in place.
+template <class T>
+void check_small_slabs(int64_t rows, int64_t targets, int64_t n) {
+  std::mt19937 rng(uint32_t(targets + n));
+  const sktest::Shape dshape = {rows, targets}, ishape = {n}, ushape = {rows, n};
+  std::vector<int64_t> indices(static_cast<size_t>(n));
+  for (auto& i : indices) i = int64_t(rng() % uint64_t(targets));
+  indices.back() = targets - 1;      // the last slab of the last block
+  indices.front() = indices.back();  // a duplicate: the later one wins
+  const auto data = sktest::iota_vector<T>(rows * targets);
+  const auto updates = sktest::iota_vector<T>(rows * n, 7);
+  std::vector<T> expected = data;
+  sktest::ref_scatter_update(expected, dshape, indices, updates, 1);
+  std::vector<T> out(data.size());
+  scatter_update<T, int64_t>(cview(data, dshape), cview(indices, ishape), cview(updates, ushape), 1,
+                             mview(out, dshape));
+  EXPECT_EQ(out, expected) << "out of place, " << targets << " targets, " << n << " indices";
+  std::vector<T> in_place = data;
+  scatter_update<T, int64_t>(cview(in_place, dshape), cview(indices, ishape),
+                             cview(updates, ushape), 1, mview(in_place, dshape));
+  EXPECT_EQ(in_place, expected) << "in place, " << targets << " targets, " << n << " indices";
+}
+
+TEST(ScatterUpdate, SmallSlabsOverBlocksMatchReference) {
+  check_small_slabs<int32_t>(3, 40000, 5000);   // a table; 16384 targets per block
+  check_small_slabs<int32_t>(2, 300000, 50);    // sorted winners
+  check_small_slabs<int8_t>(2, 200000, 90000);  // 65536 per block
+  check_small_slabs<int64_t>(5, 9000, 3000);
+}
+
 }  // namespace
 }  // namespace test_scatter_update

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "scatterkit/copy.hpp"
+#include "scatterkit/dtype.hpp"
 #include "scatterkit/index.hpp"
 #include "scatterkit/parallel.hpp"
 #include "scatterkit/tensor.hpp"
@@ -56,29 +57,90 @@ inline bool winner_table_fits(int64_t targets, int64_t n) {
   return targets <= kAlwaysTable || targets <= 4 * n;
 }
 
+// Moves one slab: E is Bytes<N> (a move the compiler inlines) or void (a
+// memcpy of slab_bytes).
+template <class E>
+inline void move_slab(char* dst, const char* src, int64_t slab_bytes) {
+  if constexpr (std::is_void_v<E>)
+    std::memcpy(dst, src, size_t(slab_bytes));
+  else
+    move_element<E>(dst, src);
+}
+
 // Writes only the winning slabs over `out` (which already holds data): cost
 // proportional to the updates.
-inline void write_winners(char* out, const char* updates, const Writers& writers, int64_t outer,
-                          int64_t targets, int64_t n, int64_t slab_bytes) {
+template <class E>
+void write_winners(char* out, const char* updates, const Writers& writers, int64_t outer,
+                   int64_t targets, int64_t n, int64_t slab_bytes) {
   const int64_t w = int64_t(writers.size());
+  if (w == 0) return;
   parallel_for(outer * w, outer * w * slab_bytes * 2, [&](int64_t b, int64_t e) {
+    int64_t o = b / w, k = b % w;  // no division per slab: small ones cost little else
     for (int64_t item = b; item < e; ++item) {
-      const int64_t o = item / w;
-      const auto [t, j] = writers[size_t(item % w)];
-      std::memcpy(out + (o * targets + t) * slab_bytes, updates + (o * n + j) * slab_bytes,
-                  size_t(slab_bytes));
+      const auto [t, j] = writers[size_t(k)];
+      move_slab<E>(out + (o * targets + t) * slab_bytes, updates + (o * n + j) * slab_bytes,
+                   slab_bytes);
+      if (++k == w) k = 0, ++o;
     }
   });
+}
+
+// Slabs up to this size are written over a copy (copy_then_write_winners).
+constexpr int64_t kSmallSlabBytes = 16;
+
+// Out of place, for small slabs (updates along the last axis, say): copies
+// data a block of targets at a time and writes the block's winners over it
+// while it is in cache. Copying each run between winners was a memcpy call
+// per run, 1.7x slower than PyTorch's copy and index_copy_.
+template <class E>
+void copy_then_write_winners(const char* data, char* out, const char* updates,
+                             const Writers& writers, int64_t outer, int64_t targets, int64_t n,
+                             int64_t slab_bytes) {
+  const int64_t per_block = std::max<int64_t>(1, (int64_t(1) << 16) / slab_bytes);
+  const int64_t blocks = (targets + per_block - 1) / per_block;
+  // first_writer[b]: the first writer of block b (writers are sorted by target)
+  std::vector<size_t> first_writer(size_t(blocks) + 1);
+  for (int64_t b = 0; b <= blocks; ++b)
+    first_writer[size_t(b)] =
+        size_t(std::lower_bound(
+                   writers.begin(), writers.end(), std::min(targets, b * per_block),
+                   [](const std::pair<int64_t, int64_t>& w, int64_t t) { return w.first < t; }) -
+               writers.begin());
+  parallel_for(outer * blocks, outer * targets * slab_bytes * 2, [&](int64_t b, int64_t e) {
+    for (int64_t item = b; item < e; ++item) {
+      const int64_t o = item / blocks, block = item % blocks;
+      const int64_t t0 = block * per_block, t1 = std::min(targets, t0 + per_block);
+      char* row = out + o * targets * slab_bytes;
+      std::memcpy(row + t0 * slab_bytes, data + (o * targets + t0) * slab_bytes,
+                  size_t((t1 - t0) * slab_bytes));
+      const char* from = updates + o * n * slab_bytes;
+      for (size_t k = first_writer[size_t(block)]; k < first_writer[size_t(block) + 1]; ++k)
+        move_slab<E>(row + writers[k].first * slab_bytes, from + writers[k].second * slab_bytes,
+                     slab_bytes);
+    }
+  });
+}
+
+// The winners of a table, in target order.
+inline Writers writers_of(const std::vector<int64_t>& winner) {
+  Writers writers;
+  for (int64_t t = 0; t < int64_t(winner.size()); ++t)
+    if (winner[size_t(t)] >= 0) writers.emplace_back(t, winner[size_t(t)]);
+  return writers;
 }
 
 inline void scatter_update_slabs(const char* data, char* out, const char* updates,
                                  const std::vector<int64_t>& winner, int64_t outer, int64_t targets,
                                  int64_t n, int64_t slab_bytes) {
-  if (data == out) {  // in place
-    Writers writers;
-    for (int64_t t = 0; t < targets; ++t)
-      if (winner[size_t(t)] >= 0) writers.emplace_back(t, winner[size_t(t)]);
-    write_winners(out, updates, writers, outer, targets, n, slab_bytes);
+  if (data == out || slab_bytes <= kSmallSlabBytes) {
+    const Writers writers = writers_of(winner);
+    visit_width(size_t(slab_bytes), [&](auto width) {
+      using E = typename decltype(width)::type;
+      if (data == out)
+        write_winners<E>(out, updates, writers, outer, targets, n, slab_bytes);
+      else
+        copy_then_write_winners<E>(data, out, updates, writers, outer, targets, n, slab_bytes);
+    });
     return;
   }
   // Out of place: blocks of targets written front to back; runs of untargeted
@@ -162,8 +224,15 @@ inline void scatter_update(const TensorRef& data, const IndexRef& indices, const
   if (table) {
     scatter_update_slabs(src, dst, upd, winner, outer, targets, n, slab_bytes);
   } else {
-    parallel_copy(dst, src, outer * targets * slab_bytes);
-    write_winners(dst, upd, writers, outer, targets, n, slab_bytes);
+    visit_width(size_t(slab_bytes), [&](auto width) {
+      using E = typename decltype(width)::type;
+      if (src == dst || slab_bytes > kSmallSlabBytes) {
+        parallel_copy(dst, src, outer * targets * slab_bytes);
+        write_winners<E>(dst, upd, writers, outer, targets, n, slab_bytes);
+      } else {
+        copy_then_write_winners<E>(src, dst, upd, writers, outer, targets, n, slab_bytes);
+      }
+    });
   }
 }
 
