@@ -5,17 +5,15 @@
 array([0., 5., 0., 7.])
 """
 
-from __future__ import annotations
-
-import os
-from pathlib import Path
+import os as _os
+from pathlib import Path as _Path
 
 # libgomp's default wait policy spins between parallel regions; on a machine
 # whose other cores are busy (a Spark executor, a shared CI box) the spinning
 # worker is descheduled and each region then waits milliseconds for it. Passive
 # waiting wakes in ~0.1 ms. Only a default: an explicit setting wins, and it
 # takes effect only if no library has loaded OpenMP yet.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from . import _core
 from ._api import (
@@ -50,9 +48,9 @@ __all__ = [
 
 def get_include() -> str:
     """Directory holding the C++ headers (``scatterkit/scatterkit.hpp``)."""
-    return str(Path(__file__).parent / "include")
+    return str(_Path(__file__).parent / "include")
 
 
 def get_cmake_dir() -> str:
     """Directory holding ``scatterkitConfig.cmake``, for ``-Dscatterkit_DIR=...``."""
-    return str(Path(__file__).parent / "cmake")
+    return str(_Path(__file__).parent / "cmake")

@@ -420,6 +420,12 @@ def test_package_exports():
         assert callable(getattr(sk, name)), name
 
 
+def test_namespace_holds_only_the_public_api():
+    # helpers the package imports for itself (os, Path, ...) stay private
+    public = {n for n in dir(sk) if not n.startswith("_")}
+    assert public - {"spark"} == set(sk.__all__) - {"__version__"}
+
+
 # --- slice parameters beyond int64 ----------------------------------------------------------
 
 # (start, stop, step) on an axis of size 5 and the positions they select: the spec clamps
