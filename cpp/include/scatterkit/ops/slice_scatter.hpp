@@ -52,6 +52,9 @@ inline SliceAxis clamp_slice(int64_t start, int64_t stop, int64_t step, int64_t 
 
 namespace detail {
 
+// How far ahead of the write fused_slice_scatter fetches its sources.
+constexpr int64_t kFetchAheadBytes = int64_t(4) << 10;
+
 // Below this block size the fused pass decides too often per byte; copy then scatter instead.
 constexpr int64_t kMinFusedBlockBytes = 64;
 
@@ -76,9 +79,13 @@ inline void fused_slice_scatter(const char* data, const char* updates, char* out
   const int64_t positions = product(shape, 0, dims);
   const bool streaming = use_streaming_stores(positions * block_bytes);
 
+  // Blocks whose sources are fetched ahead: blocks drawn by turns from
+  // updates and data defeat the hardware prefetcher (W5, 600-byte blocks:
+  // 1.9x the time of a copy without).
+  const int64_t ahead = std::max<int64_t>(1, kFetchAheadBytes / block_bytes);
+
   parallel_for(positions, positions * block_bytes * 2, [&](int64_t p0, int64_t p1) {
-    Shape c = unravel(p0, outer);
-    auto source_block = [&]() -> int64_t {  // updates block number, or -1 for data
+    auto source_block = [&](const Shape& c) -> int64_t {  // updates block, or -1 for data
       int64_t offset = 0;
       for (size_t d = 0; d < dims; ++d) {
         const int64_t k = sliced[d] ? slot[d][size_t(c[d])] : c[d];
@@ -87,28 +94,41 @@ inline void fused_slice_scatter(const char* data, const char* updates, char* out
       }
       return offset;
     };
-    auto advance = [&]() {
+    auto advance = [&](Shape& c) {
       for (size_t d = dims; d-- > 0;) {
         if (++c[d] < outer[d]) return;
         c[d] = 0;
       }
     };
+    Shape c = unravel(p0, outer);
+    Shape c_next = c;  // the first position not yet fetched
+    int64_t p_next = p0;
+    auto fetch_until = [&](int64_t end) {
+      for (end = std::min(end, p1); p_next < end; ++p_next, advance(c_next)) {
+        const int64_t from = source_block(c_next);
+        const char* src = from >= 0 ? updates + from * block_bytes : data + p_next * block_bytes;
+        for (int64_t k = 0; k < block_bytes; k += 64) __builtin_prefetch(src + k);
+      }
+    };
     with_writer(streaming, out + p0 * block_bytes, [&](auto& writer) {
       for (int64_t p = p0; p < p1;) {
-        const int64_t from = source_block();
-        advance();
+        if (ahead > 1) fetch_until(p + ahead);
+        const int64_t from = source_block(c);
+        advance(c);
         if (from >= 0) {
           writer.write(updates + from * block_bytes, size_t(block_bytes));
           ++p;
           continue;
         }
         int64_t q = p + 1;
-        while (q < p1 && source_block() < 0) {
-          advance();
+        while (q < p1 && source_block(c) < 0) {
+          advance(c);
           ++q;
         }
         writer.write(data + p * block_bytes, size_t((q - p) * block_bytes));
         p = q;
+        // a long run of data blocks streams on its own: fetch from here on
+        if (p_next < p) p_next = p, c_next = c;
       }
     });
   });
