@@ -16,6 +16,7 @@ import numpy as np
 from . import _core
 from ._coerce import (
     as_axis,
+    as_c_array,
     as_data,
     as_indices,
     as_updates,
@@ -74,7 +75,7 @@ class Ragged:
                 raise TypeError(f"{op}: Ragged {name} must be integers, got dtype {arr.dtype}")
             if arr.dtype == np.uint64 and arr.size and arr.max() > np.iinfo(np.int64).max:
                 raise ValueError(f"{op}: Ragged {name} hold a value beyond int64")
-            return np.require(arr, dtype=np.int64, requirements=["C", "A"])
+            return as_c_array(arr, np.int64)
 
         return (
             values,
@@ -125,7 +126,7 @@ def run_batch(
         )
     kind, allow_negative, reductions = _BATCH_OPS[op]
     name = op
-    values = np.require(as_data(data.values, name), requirements=["C", "A"])
+    values = as_c_array(as_data(data.values, name))
     upd_values = as_updates(updates.values, values.dtype, name)
     red = check_reduction(reduction, name)
     if red not in reductions:

@@ -47,13 +47,16 @@ def dtype_tag(dtype: np.dtype) -> str:
     return _ARITHMETIC.get((dtype.kind, dtype.itemsize), "opaque")
 
 
+def _directly_writable(arr: np.ndarray) -> bool:
+    return bool(arr.flags.c_contiguous and arr.flags.aligned)
+
+
 def as_c_array(arr: np.ndarray, dtype: Any = None) -> np.ndarray:
     """`arr` as a C-contiguous, aligned array (of `dtype`): itself when it already is.
 
     np.require makes that check too, at about the cost of a small call's whole kernel.
     """
-    flags = arr.flags
-    if flags.c_contiguous and flags.aligned and (dtype is None or arr.dtype == dtype):
+    if _directly_writable(arr) and (dtype is None or arr.dtype == dtype):
         return arr
     return np.require(arr, dtype=dtype, requirements=["C", "A"])
 
@@ -246,10 +249,6 @@ def _same_buffer(a: np.ndarray, b: np.ndarray) -> bool:
         and a.strides == b.strides
         and a.dtype == b.dtype
     )
-
-
-def _directly_writable(arr: np.ndarray) -> bool:
-    return bool(arr.flags.c_contiguous and arr.flags.aligned)
 
 
 def execute(
