@@ -126,13 +126,29 @@ inline void thread_args(benchmark::internal::Benchmark* b) {
 
 inline int threads_arg(const benchmark::State& state) { return int(state.range(0)); }
 
+// Evicts the caches by touching every line of a buffer twice the size of
+// the L3 here (32 MB): an in-place op then starts as it does after other work
+// (compare.py's interleaved runs), with its targets in DRAM. One byte per
+// line, read and written, so that no memset turns it into non-temporal stores.
+inline void evict_caches() {
+  static std::vector<char> sweep(size_t(64) << 20, 0);
+  for (size_t i = 0; i < sweep.size(); i += 64) sweep[i] = char(sweep[i] + 1);
+  benchmark::ClobberMemory();
+}
+
 // Times `op` (one call per iteration) at the thread count of the benchmark's
-// argument; `out` is the buffer the op writes.
+// argument; `out` is the buffer the op writes. With `cold`, the caches are
+// evicted before each call, untimed.
 template <class Op>
-void run_op(benchmark::State& state, int64_t traffic_bytes, void* out, Op&& op) {
+void run_op(benchmark::State& state, int64_t traffic_bytes, void* out, Op&& op, bool cold = false) {
   set_num_threads(threads_arg(state));
   op();  // warm: faults in pages, starts the OpenMP pool
   for (auto _ : state) {
+    if (cold) {
+      state.PauseTiming();
+      evict_caches();
+      state.ResumeTiming();
+    }
     op();
     benchmark::DoNotOptimize(out);
     benchmark::ClobberMemory();

@@ -18,7 +18,8 @@ namespace sk = scatterkit;
 namespace sb = scatterkit::bench;
 using sk::Reduction;
 
-enum class Placement { kOutOfPlace, kInPlace };
+// In place cold: the caches are evicted before each call (sb::evict_caches).
+enum class Placement { kOutOfPlace, kInPlace, kInPlaceCold };
 
 // Flat data offset of every position of indices (C order): the element it targets.
 std::vector<int64_t> element_targets(const sk::Shape& data, const sk::Shape& idx,
@@ -68,7 +69,7 @@ struct ElementsCase {
 
   int64_t traffic(Reduction r, Placement p) const {
     const int64_t needed = r == Reduction::kNone ? distinct_bytes : update_bytes;
-    return p == Placement::kInPlace ? sb::traffic_in_place(index_bytes, needed)
+    return p != Placement::kOutOfPlace ? sb::traffic_in_place(index_bytes, needed)
                                     : sb::traffic_out_of_place(data_bytes, index_bytes, needed);
   }
 };
@@ -88,7 +89,7 @@ ElementsCase<float, int64_t>& w6() {
 template <class T, class I>
 void run_elements(benchmark::State& state, ElementsCase<T, I>& c, Reduction reduction,
                   Placement placement) {
-  const bool in_place = placement == Placement::kInPlace;
+  const bool in_place = placement != Placement::kOutOfPlace;
   // 'none' is idempotent, so every iteration in place sees the same work. The
   // buffer keeps its capacity between runs: no allocation after the first.
   if (in_place) c.work.assign(c.data.begin(), c.data.end());
@@ -98,9 +99,10 @@ void run_elements(benchmark::State& state, ElementsCase<T, I>& c, Reduction redu
   const sk::TensorView<const T> updates{c.updates.data(), c.index_shape};
   const sk::TensorView<T> out{dst, c.data_shape};
   const int64_t axis = int64_t(c.axis);
-  sb::run_op(state, c.traffic(reduction, placement), dst, [&] {
-    sk::scatter_elements_update<T, I>(data, indices, updates, axis, out, reduction, true);
-  });
+  sb::run_op(
+      state, c.traffic(reduction, placement), dst,
+      [&] { sk::scatter_elements_update<T, I>(data, indices, updates, axis, out, reduction, true); },
+      placement == Placement::kInPlaceCold);
 }
 
 void W2_f32_i64(benchmark::State& state, Placement placement) {
@@ -139,11 +141,82 @@ void memcpy_floor_W6(benchmark::State& state) {
   sb::run_memcpy_floor(state, c.out.data(), c.data.data(), c.data_bytes);
 }
 
+// Bounds: what any implementation of W6 and of W2 in place must spend, for
+// the targets out of reach (bench/README.md, "Bounds").
+
+// Streams W6's indices and updates once (120 MB), the threads splitting them:
+// no W6 implementation reads its inputs faster.
+void bound_W6_read_inputs(benchmark::State& state) {
+  auto& c = w6();
+  const int threads = sb::threads_arg(state);
+  const int64_t n = int64_t(c.indices.size());
+  const int64_t* idx = c.indices.data();
+  const uint32_t* bits = reinterpret_cast<const uint32_t*>(c.updates.data());
+  for (auto _ : state) {
+    uint64_t sum = 0;  // integers: the loop vectorizes, a float sum would not
+#pragma omp parallel for num_threads(threads) reduction(+ : sum) schedule(static)
+    for (int64_t i = 0; i < n; ++i) sum += uint64_t(idx[i]) + bits[i];
+    benchmark::DoNotOptimize(sum);
+  }
+  state.SetBytesProcessed(state.iterations() * (c.index_bytes + c.update_bytes));
+}
+
+// W6 sum as a bare loop on one thread, with no validation and no copy: the
+// loop PyTorch's scatter_add_ runs. A float sum must fold each target's
+// updates in order, so this is the least a one-pass fold spends.
+void bound_W6_plain_loop(benchmark::State& state) {
+  auto& c = w6();
+  const int64_t n = int64_t(c.indices.size());
+  const int64_t* idx = c.indices.data();
+  const float* upd = c.updates.data();
+  float* bins = c.out.data();
+  for (auto _ : state) {
+    for (int64_t i = 0; i < n; ++i) bins[idx[i]] += upd[i];
+    benchmark::DoNotOptimize(bins);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * (c.index_bytes + c.update_bytes));
+}
+
+// W2 in place as a bare loop: each update stored to its precomputed target,
+// in order. No index is read, checked or converted: the cost of the stores'
+// cache misses alone, the least an in-place W2 spends (warm or cold, as the
+// library's W2 in place beside it).
+void bound_W2_in_place_stores(benchmark::State& state, Placement placement) {
+  auto& c = w2<float, int64_t>();
+  static const std::vector<int64_t> targets = element_targets(
+      c.data_shape, c.index_shape, std::vector<int64_t>(c.indices.begin(), c.indices.end()),
+      c.axis);
+  c.work.assign(c.data.begin(), c.data.end());
+  const int64_t n = int64_t(targets.size());
+  const float* upd = c.updates.data();
+  float* work = c.work.data();
+  for (auto _ : state) {
+    if (placement == Placement::kInPlaceCold) {
+      state.PauseTiming();
+      sb::evict_caches();
+      state.ResumeTiming();
+    }
+    for (int64_t p = 0; p < n; ++p) work[targets[size_t(p)]] = upd[p];
+    benchmark::DoNotOptimize(work);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * c.traffic(Reduction::kNone, Placement::kInPlace));
+}
+
+void one_thread(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"threads"})->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+}
+
 }  // namespace
 
 BENCHMARK(memcpy_floor_W2_f32)->Apply(sb::thread_args);
 BENCHMARK_CAPTURE(W2_f32_i64, none, Placement::kOutOfPlace)->Apply(sb::thread_args);
 BENCHMARK_CAPTURE(W2_f32_i64, none_in_place, Placement::kInPlace)->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(W2_f32_i64, none_in_place_cold, Placement::kInPlaceCold)
+    ->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(bound_W2_in_place_stores, warm, Placement::kInPlace)->Apply(one_thread);
+BENCHMARK_CAPTURE(bound_W2_in_place_stores, cold, Placement::kInPlaceCold)->Apply(one_thread);
 BENCHMARK_CAPTURE(W3_f32_i64, sum, Reduction::kSum)->Apply(sb::thread_args);
 BENCHMARK_CAPTURE(W3_f32_i64, max, Reduction::kMax)->Apply(sb::thread_args);
 BENCHMARK_CAPTURE(W3_f32_i64, mean, Reduction::kMean)->Apply(sb::thread_args);
@@ -157,3 +230,5 @@ BENCHMARK_CAPTURE(W3_f16_i32, mean, Reduction::kMean)->Apply(sb::thread_args);
 BENCHMARK(memcpy_floor_W6)->Apply(sb::thread_args);
 BENCHMARK_CAPTURE(W6_f32_i64, sum, Reduction::kSum)->Apply(sb::thread_args);
 BENCHMARK_CAPTURE(W6_f32_i64, max, Reduction::kMax)->Apply(sb::thread_args);
+BENCHMARK(bound_W6_read_inputs)->Apply(sb::thread_args);
+BENCHMARK(bound_W6_plain_loop)->Apply(one_thread);

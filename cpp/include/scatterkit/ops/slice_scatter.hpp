@@ -4,9 +4,12 @@
 // step > 0 both to [0, dim]; for step < 0 start to [0, dim - 1] and stop to
 // [-1, dim]; negative values first count from the end.
 //
-// Strategy: copy data, then write updates row by row; a row whose last axis
-// is unsliced or has step 1 is one contiguous memcpy. Slice positions are
-// distinct, so rows split between threads never collide.
+// Strategy: out of place, with output blocks (the contiguous run after the
+// last sliced axis) of at least kMinFusedBlockBytes, one fused pass writes
+// each block once, from updates or from data (fused_slice_scatter). In place,
+// or with smaller blocks, data is copied first and the updates written over it
+// row by row; a row whose last axis has step 1 is one memcpy. Slice positions
+// are distinct, so blocks or rows split between threads never collide.
 #pragma once
 
 #include <algorithm>
