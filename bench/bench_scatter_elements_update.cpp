@@ -70,7 +70,7 @@ struct ElementsCase {
   int64_t traffic(Reduction r, Placement p) const {
     const int64_t needed = r == Reduction::kNone ? distinct_bytes : update_bytes;
     return p != Placement::kOutOfPlace ? sb::traffic_in_place(index_bytes, needed)
-                                    : sb::traffic_out_of_place(data_bytes, index_bytes, needed);
+                                       : sb::traffic_out_of_place(data_bytes, index_bytes, needed);
   }
 };
 
@@ -101,7 +101,9 @@ void run_elements(benchmark::State& state, ElementsCase<T, I>& c, Reduction redu
   const int64_t axis = int64_t(c.axis);
   sb::run_op(
       state, c.traffic(reduction, placement), dst,
-      [&] { sk::scatter_elements_update<T, I>(data, indices, updates, axis, out, reduction, true); },
+      [&] {
+        sk::scatter_elements_update<T, I>(data, indices, updates, axis, out, reduction, true);
+      },
       placement == Placement::kInPlaceCold);
 }
 
@@ -184,9 +186,9 @@ void bound_W6_plain_loop(benchmark::State& state) {
 // library's W2 in place beside it).
 void bound_W2_in_place_stores(benchmark::State& state, Placement placement) {
   auto& c = w2<float, int64_t>();
-  static const std::vector<int64_t> targets = element_targets(
-      c.data_shape, c.index_shape, std::vector<int64_t>(c.indices.begin(), c.indices.end()),
-      c.axis);
+  static const std::vector<int64_t> targets =
+      element_targets(c.data_shape, c.index_shape,
+                      std::vector<int64_t>(c.indices.begin(), c.indices.end()), c.axis);
   c.work.assign(c.data.begin(), c.data.end());
   const int64_t n = int64_t(targets.size());
   const float* upd = c.updates.data();
@@ -213,8 +215,7 @@ void one_thread(benchmark::internal::Benchmark* b) {
 BENCHMARK(memcpy_floor_W2_f32)->Apply(sb::thread_args);
 BENCHMARK_CAPTURE(W2_f32_i64, none, Placement::kOutOfPlace)->Apply(sb::thread_args);
 BENCHMARK_CAPTURE(W2_f32_i64, none_in_place, Placement::kInPlace)->Apply(sb::thread_args);
-BENCHMARK_CAPTURE(W2_f32_i64, none_in_place_cold, Placement::kInPlaceCold)
-    ->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(W2_f32_i64, none_in_place_cold, Placement::kInPlaceCold)->Apply(sb::thread_args);
 BENCHMARK_CAPTURE(bound_W2_in_place_stores, warm, Placement::kInPlace)->Apply(one_thread);
 BENCHMARK_CAPTURE(bound_W2_in_place_stores, cold, Placement::kInPlaceCold)->Apply(one_thread);
 BENCHMARK_CAPTURE(W3_f32_i64, sum, Reduction::kSum)->Apply(sb::thread_args);
