@@ -209,9 +209,9 @@ constexpr bool folds_in_place_v =
 // every update: min and max of float16/bfloat16 pick one of their operands,
 // which T holds exactly (a NaN is quieted once, as a single final rounding does).
 template <class Op, class T>
-constexpr bool folds_through_storage_v = folds_in_place_v<Op, T> ||
-                                         (is_half_v<T> && (std::is_same_v<Op, MinOp<T>> ||
-                                                           std::is_same_v<Op, MaxOp<T>>));
+constexpr bool folds_through_storage_v =
+    folds_in_place_v<Op, T> ||
+    (is_half_v<T> && (std::is_same_v<Op, MinOp<T>> || std::is_same_v<Op, MaxOp<T>>));
 
 // Calls f(TypeTag<Op>{}) with the functor for reduction r over T (r != none).
 template <class T, class F>
