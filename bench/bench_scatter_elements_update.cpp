@@ -154,6 +154,7 @@ void bound_W6_read_inputs(benchmark::State& state) {
   const int64_t n = int64_t(c.indices.size());
   const int64_t* idx = c.indices.data();
   const uint32_t* bits = reinterpret_cast<const uint32_t*>(c.updates.data());
+  (void)threads;  // without OpenMP the loop runs on one thread
   for (auto _ : state) {
     uint64_t sum = 0;  // integers: the loop vectorizes, a float sum would not
 #pragma omp parallel for num_threads(threads) reduction(+ : sum) schedule(static)
@@ -164,8 +165,9 @@ void bound_W6_read_inputs(benchmark::State& state) {
 }
 
 // W6 sum as a bare loop on one thread, with no validation and no copy: the
-// loop PyTorch's scatter_add_ runs. A float sum must fold each target's
-// updates in order, so this is the least a one-pass fold spends.
+// loop PyTorch's scatter_add_ runs, less its index check. A float sum must
+// fold each target's updates in order, so this is the least a one-pass fold
+// spends.
 void bound_W6_plain_loop(benchmark::State& state) {
   auto& c = w6();
   const int64_t n = int64_t(c.indices.size());
