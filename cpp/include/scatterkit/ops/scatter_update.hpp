@@ -129,20 +129,31 @@ inline Writers writers_of(const std::vector<int64_t>& winner) {
   return writers;
 }
 
+// Writes the winners (in target order) over data in out: in place only they
+// move; out of place small slabs go over a copy made block by block, larger
+// ones over a whole copy.
+inline void scatter_update_writers(const char* data, char* out, const char* updates,
+                                   const Writers& writers, int64_t outer, int64_t targets,
+                                   int64_t n, int64_t slab_bytes) {
+  visit_width(size_t(slab_bytes), [&](auto width) {
+    using E = typename decltype(width)::type;
+    if (data == out) {
+      write_winners<E>(out, updates, writers, outer, targets, n, slab_bytes);
+    } else if (slab_bytes <= kSmallSlabBytes) {
+      copy_then_write_winners<E>(data, out, updates, writers, outer, targets, n, slab_bytes);
+    } else {
+      parallel_copy(out, data, outer * targets * slab_bytes);
+      write_winners<E>(out, updates, writers, outer, targets, n, slab_bytes);
+    }
+  });
+}
+
 inline void scatter_update_slabs(const char* data, char* out, const char* updates,
                                  const std::vector<int64_t>& winner, int64_t outer, int64_t targets,
                                  int64_t n, int64_t slab_bytes) {
-  if (data == out || slab_bytes <= kSmallSlabBytes) {
-    const Writers writers = writers_of(winner);
-    visit_width(size_t(slab_bytes), [&](auto width) {
-      using E = typename decltype(width)::type;
-      if (data == out)
-        write_winners<E>(out, updates, writers, outer, targets, n, slab_bytes);
-      else
-        copy_then_write_winners<E>(data, out, updates, writers, outer, targets, n, slab_bytes);
-    });
-    return;
-  }
+  if (data == out || slab_bytes <= kSmallSlabBytes)
+    return scatter_update_writers(data, out, updates, writers_of(winner), outer, targets, n,
+                                  slab_bytes);
   // Out of place: blocks of targets written front to back; runs of untargeted
   // slabs copy from data in one piece, targeted slabs come from their winner,
   // whose source is prefetched a few slabs ahead (winners are scattered).
@@ -221,19 +232,10 @@ inline void scatter_update(const TensorRef& data, const IndexRef& indices, const
   const char* src = static_cast<const char*>(data.data);
   char* dst = static_cast<char*>(out);
   const char* upd = static_cast<const char*>(updates.data);
-  if (table) {
+  if (table)
     scatter_update_slabs(src, dst, upd, winner, outer, targets, n, slab_bytes);
-  } else {
-    visit_width(size_t(slab_bytes), [&](auto width) {
-      using E = typename decltype(width)::type;
-      if (src == dst || slab_bytes > kSmallSlabBytes) {
-        parallel_copy(dst, src, outer * targets * slab_bytes);
-        write_winners<E>(dst, upd, writers, outer, targets, n, slab_bytes);
-      } else {
-        copy_then_write_winners<E>(src, dst, upd, writers, outer, targets, n, slab_bytes);
-      }
-    });
-  }
+  else
+    scatter_update_writers(src, dst, upd, writers, outer, targets, n, slab_bytes);
 }
 
 }  // namespace scatterkit
