@@ -25,6 +25,7 @@
 #include "scatterkit/copy.hpp"
 #include "scatterkit/index.hpp"
 #include "scatterkit/parallel.hpp"
+#include "scatterkit/prefetch.hpp"
 #include "scatterkit/reduction.hpp"
 #include "scatterkit/tensor.hpp"
 
@@ -201,20 +202,20 @@ struct NoPrefetch {
 
 // Fetches a target element ahead of its update. A long line's targets are
 // random, so each update waits on a cache miss; fetching a few updates ahead
-// overlaps them (about 10% on a 10M-update histogram). The address is formed
-// as an integer: an index not yet validated may lie outside the array, and a
-// prefetch never faults.
+// into L2 (prefetch.hpp) overlaps them. The address is formed as an integer:
+// an index not yet validated may lie outside the array, and a prefetch never
+// faults.
 // Called with the target's coordinate along the axis (a) and its data offset (t).
 struct PrefetchTarget {
   const void* base;
   size_t width;  // bytes per element
-  void operator()(int64_t, int64_t t) const {
-    __builtin_prefetch(reinterpret_cast<const void*>(uintptr_t(base) + uint64_t(t) * width), 1);
-  }
+  void operator()(int64_t, int64_t t) const { prefetch_l2(uintptr_t(base) + uint64_t(t) * width); }
 };
 
-// Updates between an index being prefetched and being applied.
-constexpr int64_t kPrefetchDistance = 8;
+// Updates between an index being prefetched and being applied. With L2
+// prefetches on a 10M-update histogram, 32 measured 1.15x faster than 8
+// and 1.05-1.1x faster than 16, 64 or 128.
+constexpr int64_t kPrefetchDistance = 32;
 
 // Indices outside [0, size) after which a one-line walk (visit_line) leaves
 // its fast loop for the general one.
@@ -372,9 +373,7 @@ struct PrefetchAlongAxis {
   const E* base;
   int64_t stride;  // elements between neighbouring targets
   void operator()(int64_t a, int64_t) const {
-    __builtin_prefetch(
-        reinterpret_cast<const void*>(uintptr_t(base) + uint64_t(a) * uint64_t(stride) * sizeof(E)),
-        1);
+    prefetch_l2(uintptr_t(base) + uint64_t(a) * uint64_t(stride) * sizeof(E));
   }
 };
 
@@ -438,8 +437,8 @@ void fold_line_mean(const ElementsLayout& l, const LineBlock& blk, const I* idx,
   for (int64_t j = blk.j0; j < blk.j1; ++j) {
     if (j < ahead) {
       const int64_t b = wrap_index(column[(j + kPrefetchDistance) * inner], targets);
-      __builtin_prefetch(sums + b * sum_stride, 1);
-      __builtin_prefetch(count + b, 1);
+      prefetch_l2(sums + b * sum_stride);
+      prefetch_l2(count + b);
     }
     const int64_t a = wrap_index(column[j * inner], targets);
     T& sum = sums[a * sum_stride];

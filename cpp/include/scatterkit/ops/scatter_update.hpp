@@ -21,6 +21,7 @@
 #include "scatterkit/dtype.hpp"
 #include "scatterkit/index.hpp"
 #include "scatterkit/parallel.hpp"
+#include "scatterkit/prefetch.hpp"
 #include "scatterkit/tensor.hpp"
 
 namespace scatterkit {
@@ -156,12 +157,12 @@ inline void scatter_update_slabs(const char* data, char* out, const char* update
                                   slab_bytes);
   // Out of place: blocks of targets written front to back; runs of untargeted
   // slabs copy from data in one piece, targeted slabs come from their winner,
-  // whose source is prefetched a few slabs ahead (winners are scattered).
+  // whose source is prefetched a few KB ahead (winners are scattered).
   const int64_t per_block =
       std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(1, slab_bytes));
   const int64_t blocks = (targets + per_block - 1) / per_block;
   const bool streaming = use_streaming_stores(outer * targets * slab_bytes);
-  constexpr int64_t kAhead = 4;
+  const int64_t ahead = std::max<int64_t>(1, kFetchAheadBytes / slab_bytes);
   parallel_for(outer * blocks, outer * targets * slab_bytes * 2, [&](int64_t b, int64_t e) {
     const int64_t first_o = b / blocks;
     const int64_t first_t = (b % blocks) * per_block;
@@ -172,9 +173,9 @@ inline void scatter_update_slabs(const char* data, char* out, const char* update
         for (int64_t t = (item % blocks) * per_block; t < t_end;) {
           const int64_t j = winner[size_t(t)];
           if (j >= 0) {
-            if (t + kAhead < targets && winner[size_t(t + kAhead)] >= 0) {
-              const char* next = updates + (o * n + winner[size_t(t + kAhead)]) * slab_bytes;
-              for (int64_t k = 0; k < slab_bytes; k += 64) __builtin_prefetch(next + k);
+            if (t + ahead < targets && winner[size_t(t + ahead)] >= 0) {
+              const char* next = updates + (o * n + winner[size_t(t + ahead)]) * slab_bytes;
+              prefetch_l2_range(next, slab_bytes);
             }
             writer.write(updates + (o * n + j) * slab_bytes, size_t(slab_bytes));
             ++t;

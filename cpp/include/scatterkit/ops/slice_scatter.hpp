@@ -19,6 +19,7 @@
 
 #include "scatterkit/copy.hpp"
 #include "scatterkit/parallel.hpp"
+#include "scatterkit/prefetch.hpp"
 #include "scatterkit/tensor.hpp"
 
 namespace scatterkit {
@@ -54,9 +55,6 @@ inline SliceAxis clamp_slice(int64_t start, int64_t stop, int64_t step, int64_t 
 }
 
 namespace detail {
-
-// How far ahead of the write fused_slice_scatter fetches its sources.
-constexpr int64_t kFetchAheadBytes = int64_t(4) << 10;
 
 // Below this block size the fused pass decides too often per byte; copy then scatter instead.
 constexpr int64_t kMinFusedBlockBytes = 64;
@@ -110,7 +108,7 @@ inline void fused_slice_scatter(const char* data, const char* updates, char* out
       for (end = std::min(end, p1); p_next < end; ++p_next, advance(c_next)) {
         const int64_t from = source_block(c_next);
         const char* src = from >= 0 ? updates + from * block_bytes : data + p_next * block_bytes;
-        for (int64_t k = 0; k < block_bytes; k += 64) __builtin_prefetch(src + k);
+        prefetch_l2_range(src, block_bytes);
       }
     };
     with_writer(streaming, out + p0 * block_bytes, [&](auto& writer) {

@@ -1,0 +1,44 @@
+// Software prefetch for the kernels' scattered accesses (histogram targets,
+// winning slabs, slice sources).
+//
+// Lines are fetched into L2, not L1. An L1 prefetch holds one of the core's
+// few L1 miss buffers (about 24 on Zen 4) until its line arrives: the same
+// buffers the loop's own loads wait on, so it adds no memory-level
+// parallelism. An L2 prefetch is tracked by L2, which keeps more misses in
+// flight; the later load then hits L2. On Zen 4, measured: a 10M-update
+// float32 histogram 1.3x faster than with an L1 prefetch (which was no faster
+// than none), and W1's gather of 600-byte slabs 1.2x faster.
+#pragma once
+
+#include <cstdint>
+
+namespace scatterkit {
+namespace detail {
+
+// How far ahead of its writes a gather of scattered blocks (winning slabs,
+// slice sources) fetches them. W1's 600-byte slabs: 2.4 KB ahead measured
+// 1.15x slower than 3.6-7.2 KB.
+constexpr int64_t kFetchAheadBytes = int64_t(4) << 10;
+
+// Fetches the line holding address p into L2 (prefetcht1 on x86, PLDL2KEEP
+// on Arm). p may lie outside any array: a prefetch never faults.
+inline void prefetch_l2(const void* p) {
+#if defined(__GNUC__)
+  __builtin_prefetch(p, 0, 2);
+#else
+  (void)p;
+#endif
+}
+
+// The same for an address formed as an integer (from an index not yet
+// validated, whose pointer arithmetic could overflow).
+inline void prefetch_l2(uintptr_t address) { prefetch_l2(reinterpret_cast<const void*>(address)); }
+
+// Every line of [p, p + bytes).
+inline void prefetch_l2_range(const void* p, int64_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  for (int64_t k = 0; k < bytes; k += 64) prefetch_l2(c + k);
+}
+
+}  // namespace detail
+}  // namespace scatterkit
