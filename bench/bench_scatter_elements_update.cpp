@@ -167,8 +167,8 @@ void bound_W6_read_inputs(benchmark::State& state) {
 // W6 sum as a bare loop on one thread, with no validation and no copy. Without
 // a prefetch it is the loop PyTorch's scatter_add_ runs, less its index check;
 // with each target fetched into L2 32 updates ahead (prefetch.hpp), as the
-// library does, it is the least a one-pass fold spends: a float sum must fold
-// each target's updates in order.
+// library does, it is the fastest one-pass fold measured here (a float sum
+// must fold each target's updates in order).
 void bound_W6_plain_loop(benchmark::State& state, bool l2_prefetch) {
   auto& c = w6();
   const int64_t n = int64_t(c.indices.size());
