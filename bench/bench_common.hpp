@@ -136,6 +136,13 @@ inline void evict_caches() {
   benchmark::ClobberMemory();
 }
 
+// evict_caches between two timed calls, outside the timing.
+inline void evict_caches_untimed(benchmark::State& state) {
+  state.PauseTiming();
+  evict_caches();
+  state.ResumeTiming();
+}
+
 // Times `op` (one call per iteration) at the thread count of the benchmark's
 // argument; `out` is the buffer the op writes. With `cold`, the caches are
 // evicted before each call, untimed.
@@ -144,11 +151,7 @@ void run_op(benchmark::State& state, int64_t traffic_bytes, void* out, Op&& op, 
   set_num_threads(threads_arg(state));
   op();  // warm: faults in pages, starts the OpenMP pool
   for (auto _ : state) {
-    if (cold) {
-      state.PauseTiming();
-      evict_caches();
-      state.ResumeTiming();
-    }
+    if (cold) evict_caches_untimed(state);
     op();
     benchmark::DoNotOptimize(out);
     benchmark::ClobberMemory();

@@ -207,11 +207,7 @@ void bound_W2_in_place_stores(benchmark::State& state, Placement placement) {
   const float* upd = c.updates.data();
   float* work = c.work.data();
   for (auto _ : state) {
-    if (placement == Placement::kInPlaceCold) {
-      state.PauseTiming();
-      sb::evict_caches();
-      state.ResumeTiming();
-    }
+    if (placement == Placement::kInPlaceCold) sb::evict_caches_untimed(state);
     for (int64_t p = 0; p < n; ++p) work[targets[size_t(p)]] = upd[p];
     benchmark::DoNotOptimize(work);
     benchmark::ClobberMemory();
