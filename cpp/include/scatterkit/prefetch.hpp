@@ -22,8 +22,18 @@ constexpr int64_t kFetchAheadBytes = int64_t(4) << 10;
 
 // Fetches the line holding address p into L2 (prefetcht1 on x86, PLDL2KEEP
 // on Arm). p may lie outside any array: a prefetch never faults.
+//
+// An asm statement, not __builtin_prefetch: GCC judges a function whose only
+// effect is the builtin to be "looping const" and, under -ffinite-loops (on
+// at -O2 in C++11 and later), deletes calls to it that were not inlined
+// before that analysis. A kernel's prefetch then silently vanished, depending
+// on how its caller was inlined. A volatile asm is never deleted.
 inline void prefetch_l2(const void* p) {
-#if defined(__GNUC__)
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  asm volatile("prefetcht1 (%0)" : : "r"(p));
+#elif defined(__GNUC__) && defined(__aarch64__)
+  asm volatile("prfm pldl2keep, [%0]" : : "r"(p));
+#elif defined(__GNUC__)
   __builtin_prefetch(p, 0, 2);
 #else
   (void)p;

@@ -197,6 +197,7 @@ struct Prevalidated {
 
 // No prefetching: for walks whose targets are not worth fetching ahead.
 struct NoPrefetch {
+  static constexpr bool kAcrossRows = false;
   void operator()(int64_t, int64_t) const {}
 };
 
@@ -207,9 +208,20 @@ struct NoPrefetch {
 // faults.
 // Called with the target's coordinate along the axis (a) and its data offset (t).
 struct PrefetchTarget {
+  static constexpr bool kAcrossRows = false;
   const void* base;
   size_t width;  // bytes per element
   void operator()(int64_t, int64_t t) const { prefetch_l2(uintptr_t(base) + uint64_t(t) * width); }
+};
+
+// The same, and in a block of many lines (visit_block's general loop) each
+// update also fetches its line's next target: the next row's, a block's width
+// of updates ahead (hundreds for a wide block of moves, enough to hide a miss
+// to memory). For moves: W2 in place 0.62x the time cold and 0.79x warm at 1
+// thread (0.71x and 0.93x at 2). Not for folds, whose narrow blocks keep their
+// targets in cache: W3 sum measured 1.09x slower with it.
+struct PrefetchTargetAcrossRows : PrefetchTarget {
+  static constexpr bool kAcrossRows = true;
 };
 
 // Updates between an index being prefetched and being applied. With L2
@@ -300,14 +312,20 @@ SCATTERKIT_ALWAYS_INLINE bool visit_block(const ElementsLayout& l, const LineBlo
     for (int64_t j = j0; j < j1; ++j) {
       const int64_t row = first + j * inner;
       const I* line = idx + row;
+      // the raw index: a negative one fetches a useless line, never faults
+      const bool fetch = Prefetch::kAcrossRows && j + 1 < j1;
       if (inner_offset == nullptr) {
         for (int64_t i = i0; i < i1; ++i) {
+          if (fetch) prefetch(0, shift + int64_t(uint64_t(line[i + inner]) * uint64_t(stride)) + i);
           if (!valid(line[i])) return false;
           const int64_t a = wrap_index(line[i], size);
           f(a, shift + a * stride + i, row + i);
         }
       } else {
         for (int64_t i = i0; i < i1; ++i) {
+          if (fetch)
+            prefetch(
+                0, shift + int64_t(uint64_t(line[i + inner]) * uint64_t(stride)) + inner_offset[i]);
           if (!valid(line[i])) return false;
           const int64_t a = wrap_index(line[i], size);
           f(a, shift + a * stride + inner_offset[i], row + i);
@@ -336,7 +354,7 @@ void scatter_elements_move(const ElementsLayout& l, const I* idx, const char* up
               else
                 move_element<E>(base + t * int64_t(sizeof(E)), upd + p * int64_t(sizeof(E)));
             },
-            Prevalidated{}, PrefetchTarget{base, itemsize});
+            Prevalidated{}, PrefetchTargetAcrossRows{{base, itemsize}});
       },
       copy);
 }
@@ -370,6 +388,7 @@ bool fold_block_in_place(const ElementsLayout& l, const LineBlock& blk, const I*
 // miss is the whole cost of a histogram fold, as the target's is in place.
 template <class E>
 struct PrefetchAlongAxis {
+  static constexpr bool kAcrossRows = false;
   const E* base;
   int64_t stride;  // elements between neighbouring targets
   void operator()(int64_t a, int64_t) const {
