@@ -49,9 +49,12 @@ inline IndexRef indices_of(const char* op, const py::array& a) {
 inline void* output_of(const char* op, py::array& out, const TensorRef& data) {
   require_c_contiguous(op, out, "out");
   if (!out.writeable()) throw ValueError(std::string(op) + ": out is read-only");
-  if (shape_of(out) != data.shape || size_t(out.itemsize()) != data.itemsize)
+  if (shape_of(out) != data.shape)
     throw ValueError(std::string(op) + ": out shape " + detail::format_shape(shape_of(out)) +
                      " does not match data shape " + detail::format_shape(data.shape));
+  if (size_t(out.itemsize()) != data.itemsize)
+    throw TypeError(std::string(op) + ": out has " + std::to_string(out.itemsize()) +
+                    "-byte items, data " + std::to_string(data.itemsize) + "-byte items");
   return out.mutable_data();
 }
 

@@ -111,6 +111,9 @@ OutputPool& pool() {
 }
 
 py::array empty_output(const py::dtype& dtype, const std::vector<py::ssize_t>& shape) {
+  // Recycled bytes are garbage: as PyObject pointers they would crash on first use.
+  if (dtype.attr("hasobject").cast<bool>())
+    throw TypeError("empty_output: dtype " + std::string(py::str(dtype)) + " holds Python objects");
   size_t bytes = size_t(dtype.itemsize());
   for (py::ssize_t n : shape) {
     if (n < 0) throw ValueError("empty_output: negative dimension");

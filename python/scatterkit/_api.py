@@ -8,6 +8,8 @@ import numpy as np
 
 from . import _core
 from ._coerce import (
+    ELEMENTS_REDUCTIONS,
+    ND_REDUCTIONS,
     as_axis,
     as_data,
     as_indices,
@@ -42,7 +44,7 @@ def _scatter_elements_update(
     idx = as_indices(indices, name)
     upd = as_updates(updates, data.dtype, name)
     ax = as_axis(axis, name)
-    red = check_reduction(reduction, name)
+    red = check_reduction(reduction, name, ELEMENTS_REDUCTIONS)
     init = check_bool(use_init_val, "use_init_val", name)
     tag = dtype_tag(data.dtype)
 
@@ -60,7 +62,7 @@ def _scatter_nd_update(data, indices, updates, out, *, reduction, allow_negative
     data = as_data(data, name)
     idx = as_indices(indices, name)
     upd = as_updates(updates, data.dtype, name)
-    red = check_reduction(reduction, name)
+    red = check_reduction(reduction, name, ND_REDUCTIONS)
     tag = dtype_tag(data.dtype)
 
     def kernel(src, dst):

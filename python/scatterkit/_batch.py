@@ -15,6 +15,8 @@ import numpy as np
 
 from . import _core
 from ._coerce import (
+    ELEMENTS_REDUCTIONS,
+    ND_REDUCTIONS,
     as_axis,
     as_c_array,
     as_data,
@@ -92,10 +94,10 @@ _BATCH_OPS = {
     "ScatterElementsUpdate-12": (
         "scatter_elements_update",
         True,
-        ("none", "sum", "prod", "min", "max", "mean"),
+        ELEMENTS_REDUCTIONS,
     ),
     "ScatterNDUpdate-3": ("scatter_nd_update", False, ("none",)),
-    "ScatterNDUpdate-15": ("scatter_nd_update", True, ("none", "sum", "sub", "prod", "min", "max")),
+    "ScatterNDUpdate-15": ("scatter_nd_update", True, ND_REDUCTIONS),
     "SliceScatter-15": ("slice_scatter", True, ("none",)),
 }
 
@@ -128,7 +130,7 @@ def run_batch(
     name = op
     values = as_c_array(as_data(data.values, name))
     upd_values = as_updates(updates.values, values.dtype, name)
-    red = check_reduction(reduction, name)
+    red = check_reduction(reduction, name, reductions)
     if red not in reductions:
         if reductions == ("none",):
             raise ValueError(f"{name}: this operation version has no reduction (got {red!r})")

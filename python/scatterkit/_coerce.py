@@ -212,16 +212,22 @@ def check_bool(value: Any, name: str, op: str) -> bool:
     return bool(value)
 
 
-_REDUCTIONS = ("none", "sum", "sub", "prod", "min", "max", "mean")
+# The reductions of ScatterElementsUpdate-12 and of ScatterNDUpdate-15.
+ELEMENTS_REDUCTIONS = ("none", "sum", "prod", "min", "max", "mean")
+ND_REDUCTIONS = ("none", "sum", "sub", "prod", "min", "max")
+_REDUCTIONS = frozenset(ELEMENTS_REDUCTIONS + ND_REDUCTIONS)
 
 
-def check_reduction(value: Any, op: str) -> str:
-    """A reduction name (whether this op has that reduction is checked in C++)."""
+def check_reduction(value: Any, op: str, allowed: Sequence[str]) -> str:
+    """A reduction name; an unknown one is reported with the op's own list, `allowed`.
+
+    A known name the op lacks ("sub" for elements) is reported by C++.
+    """
     if not isinstance(value, str):
         raise TypeError(f"{op}: reduction must be a string, got {type(value).__name__}")
     if value not in _REDUCTIONS:
         raise ValueError(
-            f"{op}: unknown reduction {value!r} (expected one of {', '.join(_REDUCTIONS)})"
+            f"{op}: unknown reduction {value!r} (expected one of {', '.join(allowed)})"
         )
     return value
 
@@ -276,6 +282,11 @@ def execute(
     if out.shape != data.shape:
         raise ValueError(f"{op}: out shape {out.shape} does not match data shape {data.shape}")
     if out.dtype != data.dtype:
+        if out.dtype.newbyteorder("=") == data.dtype:
+            raise TypeError(
+                f"{op}: out dtype {out.dtype.str} is not in native byte order; "
+                f"results are written as {data.dtype.str}"
+            )
         raise TypeError(f"{op}: out dtype {out.dtype} does not match data dtype {data.dtype}")
 
     overlaps_reads = any(np.may_share_memory(out, r) for r in reads)

@@ -90,19 +90,19 @@ CASES = {
         lambda: np.array(3.0, np.float32),
         lambda d, out: sk.scatter_update(d, np.array(0), np.float32(1), 0, out=out),
         ValueError,
-        "axis|rank",  # the spec asks rank >= 1; either word explains it
+        "data must have rank >= 1, got a 0-D tensor",
     ),
     "scatter_elements-0d-data": Case(
         lambda: np.array(3, np.int32),
         lambda d, out: sk.scatter_elements_update(d, np.array(0), np.int32(1), 0, out=out),
         ValueError,
-        "axis|rank",  # the spec asks rank >= 1; either word explains it
+        "data must have rank >= 1, got a 0-D tensor",
     ),
     "slice_scatter-0d-data": Case(
         lambda: np.array(3.0, np.float32),
         lambda d, out: sk.slice_scatter(d, np.float32(1), 0, 1, 1, 0, out=out),
         ValueError,
-        "axis|rank",  # the spec asks rank >= 1; either word explains it
+        "data must have rank >= 1, got a 0-D tensor",
     ),
     "scatter_update-0d-index": Case(
         _f32(4),
@@ -816,6 +816,18 @@ _BAD_ATTRIBUTES = {
         ValueError,
         "scatter_elements_update: unknown reduction 'SUM'",
     ),
+    "scatter_elements-reduction-unknown-lists-its-own": (
+        _se_one_update(reduction="add"),
+        ValueError,
+        r"unknown reduction 'add' \(expected one of none, sum, prod, min, max, mean\)",
+    ),
+    "scatter_nd-reduction-unknown-lists-its-own": (
+        lambda d, out: sk.scatter_nd_update(
+            d, np.array([[0]]), np.ones((1, 4, 5), np.float32), reduction="add", out=out
+        ),
+        ValueError,
+        r"unknown reduction 'add' \(expected one of none, sum, sub, prod, min, max\)",
+    ),
     "scatter_elements-reduction-none-object": (
         _se_one_update(reduction=None),
         TypeError,
@@ -980,9 +992,19 @@ def test_byteswapped_data_in_place_is_rejected(op):
     # out=data with data in non-native order: out must have the native dtype.
     data = np.arange(5, dtype=">f4")
     before = data.tobytes()
-    with pytest.raises(TypeError, match="out dtype"):
+    with pytest.raises(TypeError, match="out dtype >f4 is not in native byte order"):
         OUT_CALLS[op](data, data)
     assert data.tobytes() == before
+
+
+def test_private_core_checks_the_out_item_size():
+    # _core is importable, so it checks every buffer itself.
+    from scatterkit import _core
+
+    data, out = np.zeros(3), np.zeros(3, np.float32)
+    with pytest.raises(TypeError, match="out has 4-byte items, data 8-byte items"):
+        _core.scatter_update(data, np.array([0]), np.ones(1), 0, out, "float64", True, "op")
+    assert not out.any()
 
 
 # --- keyword arguments a version does not have ----------------------------------------------

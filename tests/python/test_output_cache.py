@@ -163,6 +163,17 @@ def test_strided_in_place_goes_through_a_recycled_temporary():
     assert counts() == (hits + 1, misses + 1)
 
 
+@pytest.mark.parametrize("dtype", [object, [("a", "f8"), ("b", "O")]])
+def test_recycled_memory_is_never_handed_out_as_python_objects(dtype):
+    # Recycled bytes read as PyObject pointers would crash; the private entry point
+    # is importable, so it refuses such dtypes itself.
+    from scatterkit import _core
+
+    sk.slice_scatter(np.ones(2**18, np.uint64), np.zeros(1, np.uint64), 0, 1, 1, 0)  # to the cache
+    with pytest.raises(TypeError, match="holds Python objects"):
+        _core.empty_output(np.dtype(dtype), [2**18])
+
+
 @pytest.mark.parametrize("bad", [-1, -(2**70)])
 def test_set_output_cache_rejects_negative_sizes(bad):
     with pytest.raises(ValueError, match="set_output_cache: max_bytes must be >= 0"):

@@ -32,6 +32,7 @@ inline void check_shape(const char* op, const char* name, const Shape& shape) {
 
 // Maps axis from [-rank, rank-1] to [0, rank-1].
 inline int64_t normalize_axis(const char* op, int64_t axis, int64_t rank) {
+  if (rank == 0) throw_value_error(op, "data must have rank >= 1, got a 0-D tensor");
   if (axis < -rank || axis >= rank)
     throw_value_error(op, "axis " + std::to_string(axis) + " is out of bounds for rank " +
                               std::to_string(rank) + " (valid range [" + std::to_string(-rank) +
