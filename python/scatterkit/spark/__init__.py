@@ -11,7 +11,18 @@ standalone, YARN and Kubernetes clusters.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and IDEs
+    from . import functions as functions
+    from .job import JobFailed as JobFailed
+    from .job import run_job as run_job
+    from .job import transform as transform
+    from .pack import pack as pack
+    from .session import build_session as build_session
+    from .spec import JobSpec as JobSpec
+    from .spec import SpecError as SpecError
+    from .summary import JobSummary as JobSummary
 
 _EXPORTS = {
     "JobSpec": "spec",

@@ -56,6 +56,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--summary-json", help="also write the summary to this JSON file")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
+    run.add_argument(
+        "--log-level",
+        default="FATAL",
+        choices=("OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG"),
+        help="Spark's own log level (default FATAL: a failed job is reported in one line "
+        "naming its row; ERROR adds Spark's stack traces)",
+    )
     _spark_options(run)
 
     demo = sub.add_parser("demo", help="generate a dataset, run a job on it, check a sample")
@@ -86,9 +93,12 @@ def _run(args: argparse.Namespace) -> int:
     except (OSError, SpecError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
+    from py4j.protocol import Py4JJavaError
     from pyspark.errors import AnalysisException
 
-    spark = build_session(master=args.master, archive=args.archive, conf=_conf(args.conf))
+    spark = build_session(
+        master=args.master, archive=args.archive, conf=_conf(args.conf), log_level=args.log_level
+    )
     print(f"{PROG} run: {len(spec.steps)} step(s) on {spark.sparkContext.master}", flush=True)
     try:
         summary = run_job(
@@ -101,14 +111,23 @@ def _run(args: argparse.Namespace) -> int:
             progress=not args.quiet,
             engine=args.engine,
         )
-    except (SpecError, ValueError, FileExistsError, FileNotFoundError) as exc:
+    except FileExistsError:
+        print(
+            f"{PROG}: output {args.output!r} already exists (--overwrite replaces it)",
+            file=sys.stderr,
+        )
+        return 2
+    except (SpecError, ValueError, FileNotFoundError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
     except AnalysisException as exc:  # a missing input, an existing output, ...
-        print(f"{PROG}: {str(exc).splitlines()[0]}", file=sys.stderr)
+        print(f"{PROG}: {_analysis_message(exc, args.input)}", file=sys.stderr)
         return 2
     except JobFailed as exc:
         print(f"{PROG}: job failed: {exc}", file=sys.stderr)
+        return 1
+    except Py4JJavaError as exc:  # an input that is not Parquet, a lost executor, ...
+        print(f"{PROG}: Spark failed: {_java_message(exc)}", file=sys.stderr)
         return 1
     print("summary:")
     for line in summary.lines():
@@ -117,6 +136,22 @@ def _run(args: argparse.Namespace) -> int:
         with open(args.summary_json, "w", encoding="utf-8") as f:
             f.write(summary.to_json())
     return 0 if summary.rows_in == summary.rows_out else 1
+
+
+def _analysis_message(exc: Exception, input_path: str) -> str:
+    first = str(exc).splitlines()[0]
+    if "UNABLE_TO_INFER_SCHEMA" in first:  # Spark's words for "no Parquet files there"
+        return f"input {input_path!r} holds no Parquet files ({first})"
+    return first
+
+
+def _java_message(exc: Exception) -> str:
+    """The Java exception's own first line, not py4j's "An error occurred while calling"."""
+    try:
+        message = exc.java_exception.getMessage()  # type: ignore[attr-defined]
+    except Exception:  # the JVM is gone
+        message = None
+    return (message or str(exc)).splitlines()[0]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

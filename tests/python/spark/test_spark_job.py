@@ -265,7 +265,7 @@ def test_cli_run_exit_codes_and_summary(spark, rng, tmp_path, capsys):  # noqa: 
     assert summary["engine"] == "arrow"  # auto, on a local directory
 
     assert main([*common, "--output", str(tmp_path / "b"), "--on-error", "keep"]) == 2
-    assert "already exists" in capsys.readouterr().err.lower()
+    assert "already exists (--overwrite replaces it)" in capsys.readouterr().err
     keep_spark = ["--on-error", "keep", "--engine", "spark", "--summary-json", str(summary_path)]
     assert main([*common, "--output", str(tmp_path / "b2"), *keep_spark]) == 0
     assert json.loads(summary_path.read_text())["engine"] == "spark"
@@ -274,3 +274,21 @@ def test_cli_run_exit_codes_and_summary(spark, rng, tmp_path, capsys):  # noqa: 
     spec_path.write_text(json.dumps({"steps": [{**SPEC["steps"][0], "op": "Nope-1"}]}))
     assert main([*common, "--output", str(tmp_path / "c")]) == 2
     assert "unknown op 'Nope-1'" in capsys.readouterr().err
+
+
+def test_cli_run_names_an_unreadable_input_in_one_line(spark, tmp_path, capsys):  # noqa: F811
+    spec_path = tmp_path / "job.json"
+    spec_path.write_text(json.dumps({"row_id": "uid", **SPEC}))
+    not_parquet = tmp_path / "notes.txt"
+    not_parquet.write_text("not parquet")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    common = ["run", "--spec", str(spec_path), "--quiet", "--output", str(tmp_path / "out")]
+
+    assert main([*common, "--input", str(not_parquet)]) == 1
+    err = capsys.readouterr().err
+    assert "scatterkit-spark: Spark failed: [FAILED_READ_FILE" in err
+    assert "Traceback" not in err and "An error occurred while calling" not in err
+
+    assert main([*common, "--input", str(empty)]) == 2
+    assert f"input '{empty}' holds no Parquet files" in capsys.readouterr().err
