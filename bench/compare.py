@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Compare scatterkit with its peers on the canonical workloads of issue 3.
+"""Compare scatterkit with its peers on the canonical workloads (bench/README.md).
 
 Peers: OpenVINO's CPU plugin, PyTorch (CPU), ONNX Runtime and NumPy; each one that is
 installed. Everything runs in one process: per workload and thread count, one warm-up call
@@ -8,7 +8,7 @@ round-robin order, rotated every round, so that noise from a loaded machine hits
 implementation alike. Prints medians and writes RESULTS.md and results.png.
 
     python bench/compare.py                        # every workload at 1 and 2 threads
-    python bench/compare.py --quick                # small shapes: a smoke run in seconds
+    python bench/compare.py --quick                # small shapes: a smoke run (results to /tmp)
     python bench/compare.py --workloads W2,W3 --threads 2 --repeats 5
 
 bench/README.md explains the workloads, the peers' formulations and how to read the ratios.
@@ -25,6 +25,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -941,12 +942,24 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds per implementation and workload; slow ones get fewer repeats (min 3)",
     )
     parser.add_argument("--quick", action="store_true", help="small shapes: a smoke run")
-    parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md", help="results file")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="results file (default: bench/RESULTS.md; with --quick, one in the temp directory, "
+        "so that a smoke run never replaces the committed results)",
+    )
     parser.add_argument("--png", type=Path, default=None, help="chart (default: next to --out)")
     parser.add_argument(
         "--peers", default="", help="only these peers, e.g. PyTorch,NumPy (default: all)"
     )
     args = parser.parse_args(argv)
+    if args.out is None:
+        args.out = (
+            Path(tempfile.gettempdir()) / "scatterkit-bench" / "RESULTS.md"
+            if args.quick
+            else HERE / "RESULTS.md"
+        )
     threads = [int(t) for t in args.threads.split(",") if t]
     groups = {g.strip().upper() for g in args.workloads.split(",") if g.strip()}
     workloads = [w for w in canonical_workloads() if not groups or w.group in groups]
