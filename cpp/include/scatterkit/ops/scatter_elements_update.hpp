@@ -217,9 +217,11 @@ struct PrefetchTarget {
 // The same, and in a block of many lines (visit_block's general loop) each
 // update also fetches its line's next target: the next row's, a block's width
 // of updates ahead (hundreds for a wide block of moves, enough to hide a miss
-// to memory). For moves: W2 in place 0.62x the time cold and 0.79x warm at 1
-// thread (0.71x and 0.93x at 2). Not for folds, whose narrow blocks keep their
-// targets in cache: W3 sum measured 1.09x slower with it.
+// to memory). For moves: W2 in place cold took 0.63-0.66x the time at 1
+// thread (0.71-1.0x at 2); called again at once on the same targets, all in
+// cache, up to 1.2x longer: a miss saved is worth far more than a prefetch
+// wasted. Not for folds, whose narrow blocks keep their targets in cache: W3
+// sum measured 1.09x slower with it.
 struct PrefetchTargetAcrossRows : PrefetchTarget {
   static constexpr bool kAcrossRows = true;
 };
