@@ -196,8 +196,8 @@ void bound_W6_plain_loop(benchmark::State& state, bool l2_prefetch) {
 // W6 sum's loop with every target in cache: the updates folded into a table
 // of `entries` bins (idx & (entries - 1)), 8 KB fits L1 and 256 KB L2. What
 // 10M in-order read-modify-writes cost with no target ever missing: a floor
-// for any fold, however it first arranges the updates (sorting them by target
-// range included), before the cost of arranging them.
+// for any fold that applies each update with a read-modify-write, however it
+// first arranges the updates (by target range, say), before that cost.
 void bound_W6_table_in_cache(benchmark::State& state, int64_t entries) {
   auto& c = w6();
   const int64_t n = int64_t(c.indices.size());
