@@ -13,9 +13,13 @@
 namespace test_scatter_elements_update {
 namespace {
 
+using scatterkit::float16;
 using scatterkit::OpOptions;
 using scatterkit::Reduction;
 using scatterkit::scatter_elements_update;
+using scatterkit::to_float;
+using scatterkit::to_float16;
+using scatterkit::detail::format_shape;
 using sktest::cview;
 using sktest::mview;
 using sktest::same_bits;
@@ -288,6 +292,59 @@ INSTANTIATE_TEST_SUITE_P(AxesAndReductions, ScatterElementsUpdateRandom,
                                   scatterkit::reduction_name(std::get<1>(p.param)) +
                                   (std::get<2>(p.param) ? "_init" : "_noinit");
                          });
+
+// Reductions folded in a table of (accumulator, count) slots keyed on (target,
+// line) cover many lines per block only when a line's index count crosses
+// dozens (an axis-0 scatter with 200 lines here; the tests above have at most
+// 20): each line must keep its own slots, with few updates per target
+// (started on the first update) or many (started in a sweep), and with the
+// indices narrower than data across the axis.
+TEST(ScatterElementsUpdate, TableFoldsOverBlocksOfManyLines) {
+  struct Case {
+    Shape dshape, ishape;
+  };
+  const Case cases[] = {{{40, 200}, {25, 200}},       // fewer updates than targets per line
+                        {{40, 200}, {90, 200}},       // more
+                        {{40, 8, 30}, {25, 8, 25}}};  // narrower than data
+  std::mt19937 rng(23);
+  for (const Case& c : cases) {
+    const int64_t n = sktest::count_of(c.ishape), size = c.dshape[0];
+    std::vector<int64_t> idx(static_cast<size_t>(n));
+    for (auto& i : idx) i = int64_t(rng() % uint64_t(2 * size)) - size;
+    std::vector<int32_t> data(static_cast<size_t>(sktest::count_of(c.dshape))),
+        upd(static_cast<size_t>(n));
+    for (auto& v : data) v = int32_t(rng() % 199) - 99;
+    for (auto& v : upd) v = int32_t(rng() % 199) - 99;
+    for (bool init : {true, false}) {
+      std::vector<int32_t> out(data.size());
+      scatter_elements_update<int32_t, int64_t>(cview(data, c.dshape), cview(idx, c.ishape),
+                                                cview(upd, c.ishape), 0, mview(out, c.dshape),
+                                                Reduction::kMean, init);
+      EXPECT_EQ(out, reference(data, c.dshape, idx, c.ishape, upd, 0, Reduction::kMean, init))
+          << format_shape(c.ishape) << ", init " << init;
+      // float16 sums in a float32 accumulator, rounded once per target
+      std::vector<float16> hdata(data.size()), hupd(upd.size()), hout(data.size());
+      for (size_t k = 0; k < data.size(); ++k) hdata[k] = to_float16(float(data[k]) / 8);
+      for (size_t k = 0; k < upd.size(); ++k) hupd[k] = to_float16(float(upd[k]) / 8);
+      scatter_elements_update<float16, int64_t>(cview(hdata, c.dshape), cview(idx, c.ishape),
+                                                cview(hupd, c.ishape), 0, mview(hout, c.dshape),
+                                                Reduction::kSum, init);
+      std::vector<float> acc(data.size());
+      std::vector<bool> hit(data.size(), false);
+      for (size_t k = 0; k < data.size(); ++k) acc[k] = to_float(hdata[k]);
+      sktest::ref_scatter_elements(acc, c.dshape, idx, c.ishape, hupd, 0, [&](float& a, float16 u) {
+        const size_t t = size_t(&a - acc.data());
+        if (!hit[t] && !init) a = 0;
+        hit[t] = true;
+        a += to_float(u);
+      });
+      std::vector<float16> expected = hdata;
+      for (size_t k = 0; k < data.size(); ++k)
+        if (hit[k]) expected[k] = to_float16(acc[k]);
+      EXPECT_TRUE(same_bits(hout, expected)) << format_shape(c.ishape) << ", init " << init;
+    }
+  }
+}
 
 // A 1-D histogram walks its one long line with a fast loop for indices in
 // [0, size), which hands the rest of the line to a general loop after a few
