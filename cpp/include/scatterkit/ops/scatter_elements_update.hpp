@@ -240,7 +240,7 @@ constexpr int64_t kFastLoopMisses = 16;
 // (its position i across the axis): a table keyed on the line then needs no
 // p % inner, a division per update.
 template <class F>
-SCATTERKIT_ALWAYS_INLINE void visit(F& f, int64_t a, int64_t t, int64_t p, int64_t i) {
+SCATTERKIT_ALWAYS_INLINE void visit_update(F& f, int64_t a, int64_t t, int64_t p, int64_t i) {
   if constexpr (std::is_invocable_v<F&, int64_t, int64_t, int64_t, int64_t>)
     f(a, t, p, i);
   else
@@ -280,14 +280,14 @@ inline bool visit_line(const ElementsLayout& l, const LineBlock& blk, const I* i
       a = wrap_index(v, size);
       ++misses;
     }
-    visit(f, a, a * stride + offset, first + j * inner, i0);
+    visit_update(f, a, a * stride + offset, first + j * inner, i0);
   }
   for (; j < j1; ++j) {
     if (j < ahead) fetch(wrap_index(column[(j + kPrefetchDistance) * inner], size));
     const I v = column[j * inner];
     if (!valid(v)) return false;
     const int64_t a = wrap_index(v, size);
-    visit(f, a, a * stride + offset, first + j * inner, i0);
+    visit_update(f, a, a * stride + offset, first + j * inner, i0);
   }
   return true;
 }
@@ -315,7 +315,7 @@ SCATTERKIT_ALWAYS_INLINE bool visit_block(const ElementsLayout& l, const LineBlo
         const I v = column[j * inner];
         if (!valid(v)) return false;
         const int64_t a = wrap_index(v, size);
-        visit(f, a, shift + a * stride, first + j * inner, i0);
+        visit_update(f, a, shift + a * stride, first + j * inner, i0);
       }
     }
     return true;
@@ -334,7 +334,7 @@ SCATTERKIT_ALWAYS_INLINE bool visit_block(const ElementsLayout& l, const LineBlo
           if (fetch) prefetch(0, shift + int64_t(uint64_t(line[i + inner]) * uint64_t(stride)) + i);
           if (!valid(line[i])) return false;
           const int64_t a = wrap_index(line[i], size);
-          visit(f, a, shift + a * stride + i, row + i, i);
+          visit_update(f, a, shift + a * stride + i, row + i, i);
         }
       } else {
         for (int64_t i = i0; i < i1; ++i) {
@@ -343,7 +343,7 @@ SCATTERKIT_ALWAYS_INLINE bool visit_block(const ElementsLayout& l, const LineBlo
                 0, shift + int64_t(uint64_t(line[i + inner]) * uint64_t(stride)) + inner_offset[i]);
           if (!valid(line[i])) return false;
           const int64_t a = wrap_index(line[i], size);
-          visit(f, a, shift + a * stride + inner_offset[i], row + i, i);
+          visit_update(f, a, shift + a * stride + inner_offset[i], row + i, i);
         }
       }
     }
