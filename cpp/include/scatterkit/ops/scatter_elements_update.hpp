@@ -528,10 +528,11 @@ void fold_block_in_table(const ElementsLayout& l, const LineBlock& blk, const I*
   // More updates than targets: start and finish every slot in ordered sweeps;
   // otherwise start each on its first update and finish by walking the updates.
   const bool dense = l.along >= targets;
-  // Every count starts at zero (and, harmlessly, every accumulator): a
-  // memset, as fill_n compiled to a loop of scalar stores that took a fifth
-  // of a float16 W3 sum's fold.
-  static_assert(std::is_arithmetic_v<Acc>, "all bits zero is a zero count and accumulator");
+  // Every count starts at zero (each accumulator is set on its slot's first
+  // update): a memset, as fill_n compiled to a loop of scalar stores that
+  // took a fifth of a float16 W3 sum's fold. (Not is_arithmetic: under
+  // -std=c++17 it is false for the __int128 of an int64 mean.)
+  static_assert(std::is_trivially_copyable_v<Slot>, "a slot may be cleared with memset");
   if (!dense) std::memset(static_cast<void*>(slots), 0, size_t(entries) * sizeof(Slot));
   const int64_t stride = l.axis_stride;
   const int64_t count_init = use_init_val ? 1 : 0;  // data's value counts as one
