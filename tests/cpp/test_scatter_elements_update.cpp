@@ -324,8 +324,8 @@ TEST(ScatterElementsUpdate, TableFoldsOverBlocksOfManyLines) {
           << format_shape(c.ishape) << ", init " << init;
       // float16 sums in a float32 accumulator, rounded once per target
       std::vector<float16> hdata(data.size()), hupd(upd.size()), hout(data.size());
-      for (size_t k = 0; k < data.size(); ++k) hdata[k] = to_float16(float(data[k]) / 8);
-      for (size_t k = 0; k < upd.size(); ++k) hupd[k] = to_float16(float(upd[k]) / 8);
+      for (size_t k = 0; k < data.size(); ++k) hdata[k] = sktest::make<float16>(data[k] / 8.0);
+      for (size_t k = 0; k < upd.size(); ++k) hupd[k] = sktest::make<float16>(upd[k] / 8.0);
       scatter_elements_update<float16, int64_t>(cview(hdata, c.dshape), cview(idx, c.ishape),
                                                 cview(hupd, c.ishape), 0, mview(hout, c.dshape),
                                                 Reduction::kSum, init);
