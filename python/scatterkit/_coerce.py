@@ -61,9 +61,17 @@ def as_c_array(arr: np.ndarray, dtype: Any = None) -> np.ndarray:
     return np.require(arr, dtype=dtype, requirements=["C", "A"])
 
 
+def _asarray(value: Any, name: str, op: str) -> np.ndarray:
+    """np.asarray, with a ragged nested list reported against the op and the argument."""
+    try:
+        return np.asarray(value)
+    except ValueError as exc:  # "setting an array element with a sequence"
+        raise ValueError(f"{op}: {name} is not a rectangular array: {exc}") from exc
+
+
 def as_data(data: Any, op: str) -> np.ndarray:
     """`data` as an ndarray in native byte order (no copy when it already is)."""
-    arr = np.asarray(data)
+    arr = _asarray(data, "data", op)
     if arr.dtype.hasobject:
         raise TypeError(
             f"{op}: data of dtype {arr.dtype} holds Python objects; object arrays are not supported"
@@ -76,9 +84,12 @@ def as_data(data: Any, op: str) -> np.ndarray:
 def as_indices(indices: Any, op: str) -> np.ndarray:
     """Indices as a C-contiguous int32, int64 or uint64 array (lossless widening)."""
     given_array = isinstance(indices, np.ndarray)
-    arr = np.asarray(indices)
-    if not given_array and arr.size == 0 and arr.dtype.kind == "f":
-        arr = arr.astype(np.int64)  # an empty Python list
+    arr = _asarray(indices, "indices", op)
+    if not given_array and arr.dtype.kind in "fO":
+        if arr.size == 0:
+            arr = arr.astype(np.int64)  # an empty Python list
+        else:
+            _check_python_int_indices(indices, op)
     kind, size = arr.dtype.kind, arr.dtype.itemsize
     if kind not in "iu":
         raise TypeError(f"{op}: indices must be an integer array, got dtype {arr.dtype}")
@@ -87,6 +98,27 @@ def as_indices(indices: Any, op: str) -> np.ndarray:
     else:
         target = np.int32 if size <= 2 else (np.int64 if size == 4 else np.uint64)
     return as_c_array(arr, target)
+
+
+def _check_python_int_indices(indices: Any, op: str) -> None:
+    """Python ints that NumPy could not give one integer dtype (as [2**63, -1] or
+    [2**64]) are indices out of every index type's range: an IndexError, as for
+    any out-of-bounds index, rather than "not an integer array"."""
+    values = np.asarray(indices, dtype=object).reshape(-1)
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
+        return  # genuinely not integers: the caller's TypeError
+    for value in values:
+        if not _INT64_MIN <= value <= _INT64_MAX:
+            raise IndexError(f"{op}: index {value} is out of bounds (indices must fit in int64)")
+
+
+def _check_strings_fit(updates: Any, converted: np.ndarray, op: str) -> None:
+    """NumPy cuts a string short to fit a fixed-width dtype; for Python values that
+    is a value out of the dtype's range, an error like 300 into uint8."""
+    natural = np.asarray(updates)
+    if natural.dtype.kind == converted.dtype.kind and not np.array_equal(natural, converted):
+        longest = max(natural.reshape(-1).tolist(), key=len)
+        raise ValueError(f"{op}: updates value {longest!r} does not fit in dtype {converted.dtype}")
 
 
 def as_updates(updates: Any, dtype: np.dtype, op: str) -> np.ndarray:
@@ -123,7 +155,10 @@ def as_updates(updates: Any, dtype: np.dtype, op: str) -> np.ndarray:
         except (OverflowError, RuntimeWarning, DeprecationWarning) as exc:
             raise ValueError(f"{op}: updates value out of range for dtype {dtype}: {exc}") from exc
         except (TypeError, ValueError) as exc:
+            _asarray(updates, "updates", op)  # a ragged nested list is a ValueError
             raise TypeError(f"{op}: updates cannot be converted to dtype {dtype}: {exc}") from exc
+        if dtype.kind in "SU":
+            _check_strings_fit(updates, arr, op)
     if arr.dtype.hasobject:
         raise TypeError(f"{op}: updates of dtype {arr.dtype} hold Python objects")
     return as_c_array(arr, dtype)

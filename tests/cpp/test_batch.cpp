@@ -86,7 +86,8 @@ TEST(Batch, BadRowsKeepTheirDataAndReportTheError) {
             0u)
       << errors[1];
   EXPECT_NE(errors[2].find("negative indices are not allowed"), std::string::npos) << errors[2];
-  EXPECT_EQ(errors[3], "ValueError: data shape (4,) does not match its 3 values");
+  EXPECT_EQ(errors[3],
+            "ValueError: ScatterNDUpdate-3: data shape (4,) does not match its 3 values");
   EXPECT_EQ(out, (std::vector<int32_t>{10, 2, 3, 4, 5, 6, 7, 8, 9, 1, 1, 1}));
 }
 

@@ -314,6 +314,26 @@ TEST_F(ScatterElementsUpdateErrors, ReductionOnOpaqueData) {
   EXPECT_EQ(oout[1].g, 2);
 }
 
+// A reduction counts each target's updates in 32 bits, so an axis of 2**32 - 2 updates or
+// more is refused before any read; with no updates at all there is nothing to count.
+TEST_F(ScatterElementsUpdateErrors, ReductionCountLimitOnlyWithUpdates) {
+  const std::vector<int64_t> idx(1, 0);
+  const std::vector<float> upd(1);
+  const int64_t too_many = int64_t(UINT32_MAX) - 1;
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] {
+        scatterkit::scatter_elements_update<float, int64_t>(
+            cview(data, {2, 5}), cview(idx, {too_many, 1}), cview(upd, {too_many, 1}), 0,
+            mview(out, {2, 5}), Reduction::kSum);
+      },
+      "reductions support at most 4294967293 updates along the axis"));
+  expect_out_untouched();
+  scatterkit::scatter_elements_update<float, int64_t>(
+      cview(data, {2, 5}), cview(idx, {too_many, 0}), cview(upd, {too_many, 0}), 0,
+      mview(out, {2, 5}), Reduction::kSum);
+  EXPECT_EQ(out, data);
+}
+
 // With no updates and a null `out`, every op raises ValueError (no copy through null).
 TEST_F(ScatterElementsUpdateErrors, NullOutWithEmptyIndices) {
   const std::vector<int64_t> idx;

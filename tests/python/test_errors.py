@@ -883,6 +883,38 @@ _BAD_ATTRIBUTES = {
 for _name, (_call, _exc, _match) in _BAD_ATTRIBUTES.items():
     CASES[_name] = Case(_D345, _call, _exc, _match)
 
+# Python lists NumPy cannot make one array of, or one integer dtype of.
+CASES["scatter_update-ragged-updates-list"] = Case(
+    _f32(3),
+    lambda d, out: sk.scatter_update(d, [0, 1], [[1.0], 2.0], 0, out=out),
+    ValueError,
+    "scatter_update: updates is not a rectangular array",
+)
+CASES["scatter_nd-ragged-indices-list"] = Case(
+    _f32(3, 4),
+    lambda d, out: sk.scatter_nd_update(d, [[0], [1, 2]], [1.0, 2.0], out=out),
+    ValueError,
+    "scatter_nd_update: indices is not a rectangular array",
+)
+CASES["scatter_update-indices-list-past-int64-and-negative"] = Case(
+    _f32(3),
+    lambda d, out: sk.scatter_update(d, [2**63, -1], [1.0, 2.0], 0, out=out),
+    IndexError,
+    r"scatter_update: index 9223372036854775808 is out of bounds \(indices must fit in int64\)",
+)
+CASES["scatter_elements-indices-list-past-uint64"] = Case(
+    _f32(3),
+    lambda d, out: sk.scatter_elements_update(d, [0, 2**64], [1.0, 2.0], 0, out=out),
+    IndexError,
+    "index 18446744073709551616 is out of bounds",
+)
+CASES["scatter_update-string-list-longer-than-dtype"] = Case(
+    lambda: np.array(["ab", "cd"]),
+    lambda d, out: sk.scatter_update(d, [0], ["xyz"], 0, out=out),
+    ValueError,
+    "scatter_update: updates value 'xyz' does not fit in dtype <U2",
+)
+
 CASES["scatter_nd-0d-data"] = Case(
     lambda: np.array(3.0, np.float32),
     lambda d, out: sk.scatter_nd_update(d, np.zeros((1, 0), np.int64), np.float32(1), out=out),
@@ -995,6 +1027,19 @@ def test_byteswapped_data_in_place_is_rejected(op):
     with pytest.raises(TypeError, match="out dtype >f4 is not in native byte order"):
         OUT_CALLS[op](data, data)
     assert data.tobytes() == before
+
+
+def test_ragged_data_list_names_the_op_and_argument():
+    with pytest.raises(ValueError, match="scatter_update: data is not a rectangular array"):
+        sk.scatter_update([[1.0, 2.0], [3.0]], [0], [[1.0, 1.0]], 0)
+
+
+def test_string_list_that_fits_and_float_string_list():
+    out = sk.scatter_update(np.array(["ab", "cd"]), [1], ["x"], 0)
+    assert out.tolist() == ["ab", "x"]
+    # A string where a number belongs stays a TypeError, a ragged list a ValueError.
+    with pytest.raises(TypeError, match="updates cannot be converted to dtype float64"):
+        sk.scatter_update(np.zeros(2), [0], ["x"], 0)
 
 
 def test_private_core_checks_the_out_item_size():

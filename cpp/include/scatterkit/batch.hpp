@@ -68,7 +68,8 @@ inline void check_ragged(const char* op, const char* name, const RaggedRef& r, i
 }
 
 // Row r of a ragged tensor; throws ValueError if its shape does not match its length.
-inline TensorRef ragged_row(const char* name, const RaggedRef& r, int64_t row, DType dtype) {
+inline TensorRef ragged_row(const char* op, const char* name, const RaggedRef& r, int64_t row,
+                            DType dtype) {
   TensorRef t;
   t.shape.assign(r.shapes + r.shape_offsets[row], r.shapes + r.shape_offsets[row + 1]);
   t.dtype = dtype;
@@ -82,19 +83,20 @@ inline TensorRef ragged_row(const char* name, const RaggedRef& r, int64_t row, D
     if (valid) count *= d;
   }
   if (!valid || count != length)
-    throw ValueError(std::string(name) + " shape " + format_shape(t.shape) +
-                     " does not match its " + std::to_string(length) + " values");
+    throw_value_error(op, std::string(name) + " shape " + format_shape(t.shape) +
+                              " does not match its " + std::to_string(length) + " values");
   return t;
 }
 
 inline void run_row(const BatchOp& op, int64_t row, const RaggedRef& data, const RaggedRef* indices,
                     const RaggedRef& updates, char* out_values) {
-  const TensorRef d = ragged_row("data", data, row, op.dtype);
-  const TensorRef u = ragged_row("updates", updates, row, op.dtype);
+  const char* name = op_name(op.options, "batch");
+  const TensorRef d = ragged_row(name, "data", data, row, op.dtype);
+  const TensorRef u = ragged_row(name, "updates", updates, row, op.dtype);
   void* out = out_values + data.offsets[row] * int64_t(data.itemsize);
   IndexRef idx;
   if (op.kind != BatchKind::kSliceScatter) {
-    const TensorRef i = ragged_row("indices", *indices, row, DType::kOpaque);
+    const TensorRef i = ragged_row(name, "indices", *indices, row, DType::kOpaque);
     idx = IndexRef{i.data, i.shape, op.index_type};
   }
   switch (op.kind) {

@@ -822,8 +822,9 @@ inline void scatter_elements_update(const TensorRef& data, const IndexRef& indic
                                 " exceeds data shape " + format_shape(data.shape) + " at axis " +
                                 std::to_string(d));
   const int64_t n = numel(indices.shape);
-  // Reductions count the updates of each target in 32 bits.
-  if (reduction != Reduction::kNone && indices.shape[size_t(axis)] >= int64_t(UINT32_MAX) - 1)
+  // Reductions count the updates of each target in 32 bits; with no updates there is no count.
+  if (reduction != Reduction::kNone && n > 0 &&
+      indices.shape[size_t(axis)] >= int64_t(UINT32_MAX) - 1)
     throw_value_error(op, "reductions support at most 4294967293 updates along the axis");
   if (numel(data.shape) != 0 && out == nullptr) throw_value_error(op, "out is a null pointer");
 
