@@ -115,3 +115,13 @@ def process_batches(
     totals["python_ms"] = int(busy * 1000)
     if stats is not None:
         stats.add({**totals, "modules": {sk.__file__}, "threads": {threads}})
+
+
+def process_aliased_batches(
+    plan: BatchPlan, stats: Any, names: list[str], batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """`process_batches` over batches whose columns arrive under positional aliases, given
+    their real `names` back: PySpark's ``mapInArrow`` cannot look up a column whose name
+    holds a dot (``user.id``)."""
+    renamed = (pa.RecordBatch.from_arrays(b.columns, names=names) for b in batches)
+    return process_batches(plan, stats, renamed)

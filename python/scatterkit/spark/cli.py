@@ -1,37 +1,69 @@
-"""``scatterkit-spark``: the main job (run), a demo, and the executor environment packer."""
+"""The ``scatterkit-spark`` command: the main job (run), a demo, and the environment packer."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 PROG = "scatterkit-spark"
+DESCRIPTION = "Scatter operations on Parquet tensor columns with PySpark: the main job (run), "
+DESCRIPTION += "a demo, and the executor environment packer (pack)."
+
+# The master URLs Spark accepts; anything else makes the JVM exit with a stack trace.
+_MASTER = re.compile(r"local(\[[^\]]+\])?|local-cluster\[.+\]|yarn|(spark|k8s)://.+")
 
 
-def _conf(pairs: Sequence[str]) -> dict[str, str]:
-    conf = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise SystemExit(f"{PROG}: --conf takes KEY=VALUE, got {pair!r}")
-        conf[key.strip()] = value
-    return conf
+def _conf_pair(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"takes KEY=VALUE, got {text!r}")
+    return key.strip(), value
+
+
+def _master(text: str) -> str:
+    if not _MASTER.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a Spark master URL (local, local[N], local[*], spark://HOST:PORT, "
+            "yarn, k8s://URL)"
+        )
+    return text
+
+
+def _at_least(low: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        return value
+
+    parse.__name__ = "integer"  # argparse names the type in its message
+    return parse
 
 
 def _spark_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--master", help="Spark master URL (default local[*], or spark-submit's)")
+    p.add_argument(
+        "--master", type=_master, help="Spark master URL (default local[*], or spark-submit's)"
+    )
     p.add_argument(
         "--archive",
         help="executor environment from `scatterkit-spark pack`, shipped with spark.archives",
     )
     p.add_argument(
-        "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting"
+        "--conf",
+        action="append",
+        default=[],
+        type=_conf_pair,
+        metavar="KEY=VALUE",
+        help="a Spark setting",
     )
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__)
+    parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="apply a job spec to Parquet data, write Parquet")
@@ -66,9 +98,11 @@ def _parser() -> argparse.ArgumentParser:
     _spark_options(run)
 
     demo = sub.add_parser("demo", help="generate a dataset, run a job on it, check a sample")
-    demo.add_argument("--rows", type=int, default=10_000, help="users to generate (10000)")
+    demo.add_argument("--rows", type=_at_least(1), default=10_000, help="users to generate (10000)")
     demo.add_argument("--seed", type=int, default=0)
-    demo.add_argument("--sample", type=int, default=200, help="rows checked against NumPy")
+    demo.add_argument(
+        "--sample", type=_at_least(0), default=200, help="rows checked against NumPy (200)"
+    )
     demo.add_argument("--workdir", help="keep the input and output here (default: temporary)")
     _spark_options(demo)
 
@@ -85,7 +119,6 @@ def _parser() -> argparse.ArgumentParser:
 
 def _run(args: argparse.Namespace) -> int:
     from .job import JobFailed, run_job
-    from .session import build_session
     from .spec import JobSpec, SpecError
 
     try:
@@ -93,12 +126,15 @@ def _run(args: argparse.Namespace) -> int:
     except (OSError, SpecError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
+    if args.summary_json and not os.path.isdir(os.path.dirname(os.path.abspath(args.summary_json))):
+        print(f"{PROG}: no directory for --summary-json {args.summary_json!r}", file=sys.stderr)
+        return 2
     from py4j.protocol import Py4JJavaError
     from pyspark.errors import AnalysisException
 
-    spark = build_session(
-        master=args.master, archive=args.archive, conf=_conf(args.conf), log_level=args.log_level
-    )
+    spark = _start_spark(args)
+    if spark is None:
+        return 2
     print(f"{PROG} run: {len(spec.steps)} step(s) on {spark.sparkContext.master}", flush=True)
     try:
         summary = run_job(
@@ -133,9 +169,31 @@ def _run(args: argparse.Namespace) -> int:
     for line in summary.lines():
         print(f"  {line}")
     if args.summary_json:
-        with open(args.summary_json, "w", encoding="utf-8") as f:
-            f.write(summary.to_json())
+        try:
+            with open(args.summary_json, "w", encoding="utf-8") as f:
+                f.write(summary.to_json())
+        except OSError as exc:
+            print(f"{PROG}: the output is written, but not the summary: {exc}", file=sys.stderr)
+            return 1
     return 0 if summary.rows_in == summary.rows_out else 1
+
+
+def _start_spark(args: argparse.Namespace) -> Any:
+    """The job's SparkSession, or None after saying on one line why Spark did not start."""
+    from .session import build_session
+
+    try:
+        return build_session(
+            master=args.master,
+            archive=args.archive,
+            conf=dict(args.conf),
+            log_level=getattr(args, "log_level", "ERROR"),
+        )
+    except FileNotFoundError as exc:  # --archive
+        print(f"{PROG}: {exc}", file=sys.stderr)
+    except Exception as exc:  # the JVM did not start, or the master is unreachable
+        print(f"{PROG}: Spark did not start: {_java_message(exc)}", file=sys.stderr)
+    return None
 
 
 def _analysis_message(exc: Exception, input_path: str) -> str:
@@ -159,21 +217,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "run":
         return _run(args)
-    if args.command == "demo":
-        from .demo import run_demo
+    try:
+        if args.command == "demo":
+            from .demo import run_demo
 
-        return run_demo(
-            args.rows,
-            master=args.master,
-            workdir=args.workdir,
-            seed=args.seed,
-            sample=args.sample,
-            archive=args.archive,
-            conf=_conf(args.conf),
-        )
-    from .pack import pack
+            return run_demo(
+                args.rows,
+                master=args.master,
+                workdir=args.workdir,
+                seed=args.seed,
+                sample=args.sample,
+                archive=args.archive,
+                conf=dict(args.conf),
+            )
+        from .pack import pack
 
-    pack(args.output, wheel=args.wheel, source=args.source, extra=args.extra)
+        pack(args.output, wheel=args.wheel, source=args.source, extra=args.extra)
+    except (FileNotFoundError, ValueError) as exc:  # a missing archive, wheel or source
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    except RuntimeError as exc:  # pip failed to build the environment
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -138,7 +138,14 @@ def run_demo(
     archive: str | None = None,
     conf: dict[str, str] | None = None,
 ) -> int:
-    """Runs the demo end to end; returns the process exit code (0: every check passed)."""
+    """Runs the demo end to end; returns the process exit code (0: every check passed).
+
+    Raises ValueError when `rows` is below 1 or `sample` below 0.
+    """
+    if rows < 1:
+        raise ValueError(f"rows must be at least 1, got {rows}")
+    if sample < 0:
+        raise ValueError(f"sample must be at least 0, got {sample}")
     started = time.perf_counter()
     root = workdir or tempfile.mkdtemp(prefix="scatterkit-demo-")
     input_path, output_path = os.path.join(root, "input"), os.path.join(root, "output")
@@ -146,8 +153,11 @@ def run_demo(
         print(f"scatterkit-spark demo: {rows:,} users, {len(DEMO_SPEC['steps'])} steps")
         t0 = time.perf_counter()
         data = generate(input_path, rows, seed=seed)
+        # Counted on disk: with fewer rows than data.files, some files would be empty and are
+        # not written.
+        files = len(ds.dataset(input_path).files)
         print(
-            f"generated {input_path} ({data.files} Parquet files, {len(data.bad_rows)} rows broken"
+            f"generated {input_path} ({files} Parquet file(s), {len(data.bad_rows)} row(s) broken"
             f" on purpose) in {time.perf_counter() - t0:.1f} s"
         )
         t0 = time.perf_counter()

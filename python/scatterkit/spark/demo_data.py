@@ -16,6 +16,7 @@ not match its values, a missing series): the job must keep them with their messa
 
 from __future__ import annotations
 
+import glob
 import os
 from dataclasses import dataclass, field
 
@@ -114,6 +115,8 @@ def generate(path: str, rows: int, *, seed: int = 0, files: int = 4) -> DemoData
             "latest": _lists(latest, np.full(rows, HOURS)),
         }
     )
+    for old in glob.glob(os.path.join(path, "part-*.parquet")):  # a reused --workdir
+        os.remove(old)
     bounds = np.linspace(0, rows, files + 1).astype(int)
     for number, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
         if hi > lo:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import os
 import posixpath
+import re
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -34,10 +35,34 @@ import pyarrow.parquet as pq
 from ._pipeline import FILE_COLUMN, ROW_COLUMN, BatchPlan, process_batches
 from .session import DEFAULT_CONF
 
-# Arrow batches: at most this many rows, and about this many bytes (as Spark's own).
-BATCH_ROWS = int(DEFAULT_CONF["spark.sql.execution.arrow.maxRecordsPerBatch"])
-BATCH_BYTES = int(DEFAULT_CONF["spark.sql.execution.arrow.maxBytesPerBatch"])
 SCHEMES = ("", "file", "s3", "gs", "gcs")  # where pyarrow's own file systems reach
+GLOB_CHARACTERS = "*?[{"  # Hadoop's glob syntax, which only Spark's reader expands
+_ROWS_KEY = "spark.sql.execution.arrow.maxRecordsPerBatch"
+_BYTES_KEY = "spark.sql.execution.arrow.maxBytesPerBatch"
+
+
+@dataclass(frozen=True)
+class BatchLimits:
+    """Arrow batches: at most `rows` rows and about `bytes` bytes, as Spark's own batches
+    (the same two settings, so that ``--conf`` changes both engines alike)."""
+
+    rows: int = int(DEFAULT_CONF[_ROWS_KEY])
+    bytes: int = int(DEFAULT_CONF[_BYTES_KEY])
+
+    @classmethod
+    def from_conf(cls, conf: Any) -> BatchLimits:
+        """The limits a SparkConf sets (non-positive values mean "no limit", as in Spark)."""
+        rows = int(conf.get(_ROWS_KEY, str(cls.rows)))
+        size = _byte_size(conf.get(_BYTES_KEY, str(cls.bytes)))
+        return cls(rows if rows > 0 else 2**31 - 1, size if size > 0 else 2**62)
+
+
+def _byte_size(text: str) -> int:
+    """A Spark byte-size setting: a number of bytes, or one with a unit ("64m", "1gb")."""
+    found = re.fullmatch(r"\s*(-?\d+)\s*([kmgtp]?)b?\s*", text, flags=re.IGNORECASE)
+    if found is None:
+        raise ValueError(f"{_BYTES_KEY}: cannot read {text!r} as a size in bytes")
+    return int(found.group(1)) << (10 * " kmgtp".index(found.group(2).lower() or " "))
 
 
 class EngineUnavailable(ValueError):
@@ -57,14 +82,28 @@ class Location:
         return pafs.FileSystem.from_uri(self.uri)[0]
 
 
+def _local_path(path: str) -> str | None:
+    """The local path of `path` if it is one: plain, ``file:///p`` or Hadoop's ``file:/p``."""
+    if not path.lower().startswith("file:"):
+        return None if "://" in path else path
+    rest = path[len("file:") :]
+    if rest.startswith("//"):  # file://host/p names another machine's file system
+        rest = rest[2:]
+        if not rest.startswith("/"):
+            raise EngineUnavailable(f"{path!r} names a host; pyarrow reads local files only")
+    return rest
+
+
 def locate(path: str) -> Location:
     """Resolves `path` for pyarrow, or raises `EngineUnavailable` saying why not."""
-    scheme = path.split("://", 1)[0].lower() if "://" in path else ""
+    if any(c in path for c in GLOB_CHARACTERS):
+        raise EngineUnavailable(f"{path!r} is a glob pattern, which Spark's reader expands")
+    local = _local_path(path)
+    if local is not None:
+        return Location(os.path.abspath(local), os.path.abspath(local))
+    scheme = path.split("://", 1)[0].lower()
     if scheme not in SCHEMES:
         raise EngineUnavailable(f"pyarrow does not read {scheme}:// paths here")
-    if scheme in ("", "file"):
-        local = path.split("://", 1)[1] if scheme else path
-        return Location(os.path.abspath(local), os.path.abspath(local))
     try:
         _, inner = pafs.FileSystem.from_uri(path)
     except (pa.ArrowException, ValueError, OSError) as exc:
@@ -121,13 +160,13 @@ def split_pieces(fs: pafs.FileSystem, files: list[str], tasks: int) -> list[Piec
     return pieces
 
 
-def _batch_rows(metadata: pq.FileMetaData, groups: range) -> int:
-    """Rows per batch so that a batch stays near BATCH_BYTES (tensors can be large)."""
+def _batch_rows(metadata: pq.FileMetaData, groups: range, limits: BatchLimits) -> int:
+    """Rows per batch so that a batch stays near `limits.bytes` (tensors can be large)."""
     rows = sum(metadata.row_group(g).num_rows for g in groups)
     size = sum(metadata.row_group(g).total_byte_size for g in groups)
     if rows == 0 or size == 0:
-        return BATCH_ROWS
-    return max(1, min(BATCH_ROWS, BATCH_BYTES * rows // size))
+        return limits.rows
+    return max(1, min(limits.rows, limits.bytes * rows // size))
 
 
 def _as_spark_reads(batch: pa.RecordBatch, types: pa.Schema) -> pa.RecordBatch:
@@ -144,7 +183,11 @@ def _as_spark_reads(batch: pa.RecordBatch, types: pa.Schema) -> pa.RecordBatch:
 
 
 def _read_piece(
-    parquet: pq.ParquetFile, piece: Piece, columns: list[str], locate_rows: bool
+    parquet: pq.ParquetFile,
+    piece: Piece,
+    columns: list[str],
+    locate_rows: bool,
+    limits: BatchLimits,
 ) -> Iterator[pa.RecordBatch]:
     metadata = parquet.metadata
     stop = metadata.num_row_groups if piece.stop_group is None else piece.stop_group
@@ -154,7 +197,7 @@ def _read_piece(
     row = sum(metadata.row_group(g).num_rows for g in range(piece.first_group))
     name = posixpath.basename(piece.path)
     for batch in parquet.iter_batches(
-        batch_size=_batch_rows(metadata, groups), row_groups=list(groups), columns=columns
+        batch_size=_batch_rows(metadata, groups, limits), row_groups=list(groups), columns=columns
     ):
         if locate_rows:  # what Spark's _metadata.file_name / row_index give the other engine
             n = batch.num_rows
@@ -171,6 +214,7 @@ def run_task(
     target: Location,
     columns: list[str],
     tensor_types: pa.Schema,
+    limits: BatchLimits,
     job_dir: str,
     index: int,
     pieces: Iterator[Piece],
@@ -192,7 +236,9 @@ def run_task(
         with in_fs.open_input_file(piece.path) as handle:
             batches = (
                 _as_spark_reads(batch, tensor_types)
-                for batch in _read_piece(pq.ParquetFile(handle), piece, columns, plan.locate_rows)
+                for batch in _read_piece(
+                    pq.ParquetFile(handle), piece, columns, plan.locate_rows, limits
+                )
             )
             writer, rows = None, 0
             try:
@@ -263,6 +309,9 @@ def resolve_paths(input_path: str, output_path: str) -> ArrowPaths:
     source, target = locate(input_path), locate(output_path)
     if source.uri == target.uri or source.uri.startswith(target.uri.rstrip("/") + "/"):
         raise ValueError(f"the output {output_path!r} would replace the input {input_path!r}")
+    if target.filesystem().get_file_info(target.path).type == pafs.FileType.File:
+        # Its tasks write under the output directory; Spark's writer replaces a file.
+        raise EngineUnavailable(f"the output {output_path!r} is a file, not a directory")
     return ArrowPaths(source, target, tuple(input_files(source.filesystem(), source.path)))
 
 
@@ -296,8 +345,17 @@ def run_arrow_job(
     job_dir = f"{output}/_temporary/{uuid.uuid4().hex[:12]}"
     fs.create_dir(job_dir, recursive=True)
     try:
+        limits = BatchLimits.from_conf(sc.getConf())
         task = functools.partial(
-            run_task, plan, stats, paths.source, paths.target, columns, tensor_types, job_dir
+            run_task,
+            plan,
+            stats,
+            paths.source,
+            paths.target,
+            columns,
+            tensor_types,
+            limits,
+            job_dir,
         )
         reports = sc.parallelize(pieces, len(pieces)).mapPartitionsWithIndex(task).collect()
         written = [path for _, path, _ in reports if path]

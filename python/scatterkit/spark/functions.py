@@ -27,8 +27,8 @@ from pyspark.sql import functions as F
 
 from ._arrow import read_tensor, tensor_array
 from ._executor import RowError, configure_threads, dry_run, run_op
-from ._types import element_type, numpy_dtype, spark_name, tensor_struct
-from .spec import OPS
+from ._types import numpy_dtype, spark_name, tensor_struct
+from .spec import OPS, check_constant
 
 ColumnOrName = Union[Column, str]
 
@@ -45,11 +45,16 @@ def tensor(values: ColumnOrName, shape: ColumnOrName) -> Column:
 
 
 def full(shape: Sequence[int], fill: Any = 0, dtype: str = "float") -> Column:
-    """The same constant tensor in every row (e.g. the zeros an aggregation starts from)."""
-    name = element_type(dtype)
+    """The same constant tensor in every row (e.g. the zeros an aggregation starts from).
+
+    Raises ValueError for a negative extent or a `fill` that `dtype` cannot hold exactly
+    (Spark's cast would quietly truncate 0.5 to 0 in an int tensor).
+    """
+    constant = check_constant(shape, fill, dtype)
+    name, shape = constant.dtype, constant.shape
     size = int(np.prod(shape, dtype=np.int64))
-    values = F.array_repeat(F.lit(fill).cast(name), size)
-    dims = F.array(*[F.lit(int(d)) for d in shape]) if len(shape) else F.array().cast("array<int>")
+    values = F.array_repeat(F.lit(constant.fill).cast(name), size)
+    dims = F.array(*[F.lit(d) for d in shape]) if len(shape) else F.array().cast("array<int>")
     return F.struct(values.alias("values"), dims.cast("array<int>").alias("shape"))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import re
 import time
+import uuid
 from contextlib import nullcontext
 from typing import Any
 
@@ -12,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ._pipeline import FILE_COLUMN, ROW_COLUMN, BatchPlan, process_batches
+from ._pipeline import FILE_COLUMN, ROW_COLUMN, BatchPlan, process_aliased_batches
 from ._plan import plan_job
 from ._stats import new_stats
 from .direct import ArrowPaths, EngineUnavailable, resolve_paths, run_arrow_job
@@ -64,8 +65,9 @@ def transform(
             F.col("_metadata.file_name").alias(FILE_COLUMN),
             F.col("_metadata.row_index").alias(ROW_COLUMN),
         ]
-    df = df.select(*[F.col(f"`{c}`") for c in needed], *extra)
-    return df.mapInArrow(functools.partial(process_batches, plan, stats), schema)
+    names = needed + ([FILE_COLUMN, ROW_COLUMN] if extra else [])
+    df = df.select(*[F.col(f"`{c}`").alias(f"_sk_{i}") for i, c in enumerate(needed)], *extra)
+    return df.mapInArrow(functools.partial(process_aliased_batches, plan, stats, names), schema)
 
 
 def _path_bytes(spark: SparkSession, path: str) -> int | None:
@@ -130,9 +132,7 @@ def run_job(
     try:
         with Progress(spark.sparkContext, label="job") if progress else nullcontext():
             if arrow is None:
-                transform(
-                    source, spec, on_error=on_error, locate_rows=True, stats=stats
-                ).write.mode(mode).parquet(output_path)
+                _run_spark(spark, source, spec, input_path, output_path, on_error, mode, stats)
             else:
                 _run_arrow(spark, source, spec, arrow, on_error, mode, stats)
     except Exception as exc:
@@ -167,6 +167,54 @@ def run_job(
         executor_threads=sorted(got.get("threads", set())),
         engine="spark" if arrow is None else "arrow",
     )
+
+
+def _hadoop_path(spark: SparkSession, path: str) -> tuple[Any, Any]:
+    """`path`'s Hadoop file system and its fully qualified Path (scheme, authority)."""
+    jvm = spark.sparkContext._jvm
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+    fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    return fs, fs.makeQualified(hadoop_path)
+
+
+def _run_spark(
+    spark: SparkSession,
+    source: DataFrame,
+    spec: JobSpec,
+    input_path: str,
+    output_path: str,
+    on_error: str,
+    mode: str,
+    stats: Any,
+) -> None:
+    """The job through Spark SQL's writer, committed as the Arrow engine commits.
+
+    Spark's own ``overwrite`` deletes the old output before the job runs, so a failed
+    job would lose it. Here the job writes a hidden sibling directory, and only a job
+    that succeeded replaces the output with it (a rename; a copy on object stores).
+    """
+    fs, output = _hadoop_path(spark, output_path)
+    _, source_path = _hadoop_path(spark, input_path)
+    out_uri, in_uri = output.toString().rstrip("/"), source_path.toString()
+    if in_uri == out_uri or in_uri.startswith(out_uri + "/"):
+        raise ValueError(f"the output {output_path!r} would replace the input {input_path!r}")
+    existed = fs.exists(output)
+    if existed and mode != "overwrite":
+        raise FileExistsError(f"output {output_path!r} already exists")
+    staging = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(
+        output.getParent(), f".{output.getName()}.scatterkit-{uuid.uuid4().hex[:12]}"
+    )
+    try:
+        transform(source, spec, on_error=on_error, locate_rows=True, stats=stats).write.parquet(
+            staging.toString()
+        )
+        if existed:
+            fs.delete(output, True)
+        if not fs.rename(staging, output):
+            raise OSError(f"could not move the job's output from {staging.toString()!r}")
+    finally:
+        if fs.exists(staging):
+            fs.delete(staging, True)
 
 
 def _run_arrow(

@@ -20,10 +20,12 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 
 _SKIPPED_METADATA = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"}
+_TAIL_LINES = 10  # of a failed command's output, in the RuntimeError
 
 
 def _record_hash(data: bytes) -> str:
@@ -76,16 +78,29 @@ def wheel_from_installed(dest: Path, name: str = "scatterkit") -> Path:
 
 def wheel_from_source(source: Path, dest: Path) -> Path:
     """Builds the wheel from a source tree with ``pip wheel --no-deps``."""
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(dest), str(source)])
+    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(dest), str(source)]
+    _run(cmd, f"building the wheel from {source}")
     wheels = sorted(dest.glob("scatterkit-*.whl"))
     if not wheels:
         raise RuntimeError(f"pip built no scatterkit wheel from {source}")
     return wheels[-1]
 
 
-def _run(cmd: Sequence[str]) -> None:
+def _run(cmd: Sequence[str], what: str) -> None:
+    """Runs `cmd`, echoing its output; RuntimeError with the output's last lines if it fails."""
     print("+", " ".join(cmd), flush=True)
-    subprocess.run(list(cmd), check=True)
+    tail: deque[str] = deque(maxlen=_TAIL_LINES)
+    with subprocess.Popen(
+        list(cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+    ) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            print(line, end="", flush=True)
+            if line.strip():
+                tail.append(line.rstrip())
+    if process.returncode:
+        output = "".join(f"\n  {line}" for line in tail) or " (no output)"
+        raise RuntimeError(f"{what} failed (exit code {process.returncode}):{output}")
 
 
 def _pinned(name: str) -> str:
@@ -105,7 +120,15 @@ def pack(
     The wheel is `wheel`, else built from `source`, else re-packed from this
     interpreter's installed scatterkit. numpy and pyarrow are pinned to the driver's
     versions; `extra` adds requirements (e.g. ``pandas`` for pandas UDFs).
+
+    Raises FileNotFoundError for a missing `wheel` or `source`, RuntimeError when a step
+    (building the wheel, making the venv, pip install) fails, with its last lines of output.
     """
+    # Checked up front: a plain message, not pip failing later on in a fresh venv.
+    if wheel is not None and not Path(wheel).is_file():
+        raise FileNotFoundError(f"wheel {os.fspath(wheel)!r} not found (or not a file)")
+    if source is not None and not Path(source).is_dir():
+        raise FileNotFoundError(f"source directory {os.fspath(source)!r} not found")
     import venv_pack
 
     out = Path(output).resolve()
@@ -120,11 +143,12 @@ def pack(
             wheel_path = wheel_from_installed(tmp_path)
         print(f"wheel: {wheel_path.name}", flush=True)
         env = tmp_path / "env"
-        _run([sys.executable, "-m", "venv", "--without-pip", str(env)])
+        _run([sys.executable, "-m", "venv", "--without-pip", str(env)], "creating the venv")
         python = env / "bin" / "python"
         requirements = [str(wheel_path), _pinned("numpy"), _pinned("pyarrow"), *extra]
         pip = [sys.executable, "-m", "pip", "--python", str(python), "install"]
-        _run([*pip, "--no-input", "--disable-pip-version-check", "--quiet", *requirements])
+        install = [*pip, "--no-input", "--disable-pip-version-check", "--quiet", *requirements]
+        _run(install, f"pip install of {wheel_path.name}, numpy and pyarrow into the venv")
         out.parent.mkdir(parents=True, exist_ok=True)
         venv_pack.pack(prefix=str(env), output=str(out), force=True, compress_level=compress_level)
     size = out.stat().st_size / 1e6

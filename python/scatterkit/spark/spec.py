@@ -16,18 +16,23 @@ Example (``JOB.json``)::
 
 An input is a column name (a tensor struct ``<values, shape>`` or a plain array, a 1-D
 tensor), ``{"values": COL, "shape": COL}`` (two columns), or a constant
-``{"fill": X, "shape": [...], "dtype": "float"}``. A step may read an earlier step's output.
+``{"fill": X, "shape": [...], "dtype": "float"}`` (X a value of that type: no 300 in a
+tinyint, no 0.5 in an int). A step may read an earlier step's output.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import numbers
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._types import element_type
+import numpy as np
+
+from ._types import element_type, numpy_dtype
 
 
 class SpecError(ValueError):
@@ -67,6 +72,66 @@ class Constant:
     shape: tuple[int, ...]
     dtype: str
     fill: Any = 0
+
+
+def check_constant(shape: Any, fill: Any, dtype: str) -> Constant:
+    """The constant, checked: a ValueError names the field at fault.
+
+    `fill` must be a value `dtype` holds exactly (a float fill is rounded, as floats are, but
+    may not overflow): the executors fill with NumPy, which would fail or truncate in a task.
+    """
+    if isinstance(shape, (str, bytes)) or not isinstance(shape, (Sequence, np.ndarray)):
+        raise ValueError(f"'shape' must be a list of non-negative integers, got {shape!r}")
+    if not all(isinstance(d, numbers.Integral) and not _is_bool(d) and d >= 0 for d in shape):
+        raise ValueError(f"'shape' must be a list of non-negative integers, got {list(shape)}")
+    name = element_type(dtype)
+    return Constant(tuple(int(d) for d in shape), name, _fill_value(fill, name))
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, (bool, np.bool_))
+
+
+def _fill_value(fill: Any, dtype: str) -> bool | int | float:
+    """`fill` as the Python bool, int or float that `dtype` holds exactly (else ValueError)."""
+    if _is_bool(fill):
+        if dtype != "boolean":
+            raise ValueError(f"'fill' {fill!r} is a boolean; dtype {dtype} takes numbers")
+        return bool(fill)
+    if not isinstance(fill, numbers.Real):
+        raise ValueError(f"'fill' must be a number or a boolean, got {fill!r}")
+    if dtype == "boolean":
+        if fill not in (0, 1):
+            raise ValueError(f"'fill' {fill!r} is not a boolean (true, false, 0 or 1)")
+        return bool(fill)
+    kind = numpy_dtype(dtype)
+    if kind.kind == "i":
+        integral = isinstance(fill, numbers.Integral) or (
+            math.isfinite(fill) and float(fill).is_integer()
+        )
+        if not integral:
+            raise ValueError(
+                f"'fill' {fill!r} is not an integer; dtype {dtype} holds integers only"
+            )
+        info = np.iinfo(kind)
+        if not info.min <= int(fill) <= info.max:
+            raise ValueError(
+                f"'fill' {fill!r} is out of range for {dtype} ({info.min} to {info.max})"
+            )
+        return int(fill)
+    # Rounding to the nearest float is what a float tensor means; overflowing to inf is not.
+    try:
+        value = float(fill)
+    except OverflowError:
+        value = math.inf
+    with np.errstate(over="ignore"):
+        overflows = not np.isfinite(kind.type(value))
+    if overflows and (isinstance(fill, numbers.Integral) or math.isfinite(fill)):
+        limit = float(np.finfo(kind).max)
+        raise ValueError(
+            f"'fill' {fill!r} is out of range for {dtype} (magnitude {limit:.7g} at most)"
+        )
+    return value
 
 
 @dataclass(frozen=True)
@@ -151,9 +216,21 @@ class JobSpec:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> JobSpec:
-        """Reads a JSON file."""
-        with open(path, encoding="utf-8") as f:
-            return cls.from_json(f.read())
+        """Reads a JSON file (UTF-8, with or without a BOM); a SpecError names the file."""
+        name = os.fspath(path)
+        with open(path, "rb") as f:
+            data = f.read()
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise SpecError(
+                f"{name}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+                "save the job specification as UTF-8"
+            ) from None
+        try:
+            return cls.from_json(text)
+        except SpecError as exc:
+            raise SpecError(f"{name}: {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
         """The specification as JSON-ready data (round-trips through `from_dict`)."""
@@ -185,19 +262,10 @@ def _parse_input(raw: Any, where: str) -> TensorInput:
         return TensorInput(column=raw)
     if isinstance(raw, Mapping) and "fill" in raw:
         _check_keys(raw, where, {"fill", "shape", "dtype"}, set())
-        shape = raw["shape"]
-        if not isinstance(shape, Sequence) or not all(
-            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
-        ):
-            raise SpecError(f"{where}: 'shape' must be a list of non-negative integers")
         try:
-            dtype = element_type(raw["dtype"])
+            return TensorInput(constant=check_constant(raw["shape"], raw["fill"], raw["dtype"]))
         except ValueError as exc:
             raise SpecError(f"{where}: {exc}") from None
-        fill = raw["fill"]
-        if not isinstance(fill, (int, float, bool)):
-            raise SpecError(f"{where}: 'fill' must be a number or a boolean")
-        return TensorInput(constant=Constant(tuple(shape), dtype, fill))
     if isinstance(raw, Mapping) and "values" in raw:
         _check_keys(raw, where, {"values", "shape"}, set())
         if not (_is_name(raw["values"]) and _is_name(raw["shape"])):

@@ -25,7 +25,9 @@ class JobSummary:
     rows_in: int
     rows_out: int
     seconds: float
-    errors: dict[str, int] = field(default_factory=dict)  # step output -> rows kept in error
+    # Step output -> rows kept in error: one entry per step with on_error="keep", none with
+    # "fail" (a failed row fails the job, so no error is ever kept).
+    errors: dict[str, int] = field(default_factory=dict)
     error_rows: int = 0  # rows with at least one error
     tensor_bytes_in: int = 0  # tensor values read by the kernels
     tensor_bytes_out: int = 0  # tensor values written by the kernels
@@ -49,10 +51,11 @@ class JobSummary:
     def lines(self) -> list[str]:
         """The human-readable summary."""
         errors = ", ".join(f"{k}: {v}" for k, v in self.errors.items() if v) or "none"
+        kept = f"errors    {self.error_rows:,} row(s) kept with errors (per step: {errors})"
         return [
             f"rows      {self.rows_in:,} in, {self.rows_out:,} out"
             + ("" if self.rows_in == self.rows_out else "  << ROW COUNT MISMATCH"),
-            f"errors    {self.error_rows:,} row(s) kept with errors (per step: {errors})",
+            *([kept] if self.errors else []),
             f"bytes     tensors {_mb(self.tensor_bytes_in)} in, {_mb(self.tensor_bytes_out)} out;"
             f" Parquet {_mb(self.input_bytes)} in, {_mb(self.output_bytes)} out",
             f"time      {self.seconds:,.2f} s: {self.rows_per_second:,.0f} rows/s, "

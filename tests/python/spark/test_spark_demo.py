@@ -1,18 +1,20 @@
-"""The demo end to end on local Spark, progress lines, and the wheel the pack command ships."""
+"""The demo end to end on local Spark, progress lines, the summary, and the pack command."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import sys
 import time
 import zipfile
 
 import pytest
-from spark_helpers import spark  # noqa: F401
+from spark_helpers import pq, spark  # noqa: F401
 
 from scatterkit.spark.demo import run_demo
-from scatterkit.spark.pack import wheel_from_installed
+from scatterkit.spark.pack import _run, pack, wheel_from_installed
 from scatterkit.spark.progress import Progress
+from scatterkit.spark.summary import JobSummary
 
 
 def test_demo_checks_a_sample_and_prints_a_summary(spark, tmp_path, capsys):  # noqa: F811
@@ -22,6 +24,42 @@ def test_demo_checks_a_sample_and_prints_a_summary(spark, tmp_path, capsys):  # 
     assert "rows      2,000 in, 2,000 out" in out
     assert "errors    " in out and "rows/s" in out and "MB/s" in out
     assert "match scatterkit's single-call NumPy API bit for bit" in out
+
+
+def test_demo_counts_the_files_it_wrote(spark, tmp_path, capsys):  # noqa: F811
+    # Three rows make three files, not the four that larger inputs are split into.
+    code = run_demo(3, master="local[2]", workdir=str(tmp_path), sample=3)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "(3 Parquet file(s), " in out
+
+
+def test_generate_replaces_the_files_of_a_reused_directory(tmp_path):
+    from scatterkit.spark.demo_data import generate
+
+    generate(str(tmp_path), 8)
+    generate(str(tmp_path), 3)  # three files: the fourth of the first run must go
+    assert len(list(tmp_path.iterdir())) == 3
+    assert pq.read_table(tmp_path).num_rows == 3
+
+
+@pytest.mark.parametrize(
+    ("rows", "sample", "message"),
+    [(0, 10, "rows must be at least 1, got 0"), (10, -1, "sample must be at least 0, got -1")],
+)
+def test_demo_rejects_bad_sizes_before_starting(rows, sample, message, tmp_path):
+    with pytest.raises(ValueError, match=message):
+        run_demo(rows, workdir=str(tmp_path), sample=sample)
+    assert not any(tmp_path.iterdir())
+
+
+def test_summary_shows_kept_errors_only_when_errors_are_kept():
+    fail = JobSummary(rows_in=5, rows_out=5, seconds=1.0)
+    assert not any(line.startswith("errors") for line in fail.lines())
+    keep = JobSummary(rows_in=5, rows_out=5, seconds=1.0, errors={"a": 0, "b": 2}, error_rows=2)
+    assert "errors    2 row(s) kept with errors (per step: b: 2)" in keep.lines()
+    clean = JobSummary(rows_in=5, rows_out=5, seconds=1.0, errors={"a": 0})
+    assert "errors    0 row(s) kept with errors (per step: none)" in clean.lines()
 
 
 def test_progress_reports_running_stages(spark, capsys):  # noqa: F811
@@ -54,9 +92,19 @@ def test_wheel_from_installed_holds_the_extension_and_a_valid_record(tmp_path):
             assert digest == f"sha256={want}" and int(size) == len(data), path
 
 
-@pytest.mark.parametrize("bad", ["x", "=1"])
-def test_cli_conf_must_be_key_value(bad):
-    from scatterkit.spark.cli import _conf
+def test_pack_checks_the_wheel_and_source_exist_up_front(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"wheel '.*nope\.whl' not found"):
+        pack(tmp_path / "env.tar.gz", wheel=tmp_path / "nope.whl")
+    with pytest.raises(FileNotFoundError, match=r"source directory '.*src' not found"):
+        pack(tmp_path / "env.tar.gz", source=tmp_path / "src")
+    assert not any(tmp_path.iterdir())
 
-    with pytest.raises(SystemExit):
-        _conf([bad])
+
+def test_pack_step_failure_is_a_runtime_error_with_the_last_lines(capsys):
+    # Thirty lines on stdout, then the error on stderr, as pip prints them.
+    script = "import sys; print(*range(30), sep='\\n', flush=True); sys.exit('ERROR: no wheel')"
+    with pytest.raises(RuntimeError, match="pip install failed \\(exit code 1\\):") as info:
+        _run([sys.executable, "-c", script], "pip install")
+    lines = str(info.value).splitlines()
+    assert lines[1:] == [f"  {n}" for n in range(21, 30)] + ["  ERROR: no wheel"]
+    assert "0\n1\n" in capsys.readouterr().out  # the output is still shown as it comes

@@ -118,6 +118,27 @@ def test_full_builds_constant_tensors_for_aggregations(frame):
     assert row.h.shape == [4] and np.array_equal(np.array(row.h.values), want)
 
 
+@pytest.mark.parametrize(
+    ("shape", "fill", "dtype", "message"),
+    [
+        ([-2], 3.0, "float", r"'shape' must be a list of non-negative integers, got \[-2\]"),
+        ([2], 0.5, "int", r"'fill' 0.5 is not an integer; dtype int holds integers only"),
+        ([2], 300, "tinyint", r"'fill' 300 is out of range for tinyint \(-128 to 127\)"),
+        ([2], True, "double", "'fill' True is a boolean"),
+    ],
+)
+def test_full_rejects_what_its_dtype_cannot_hold(shape, fill, dtype, message):
+    # Before, [-2] gave an empty tensor of shape [-2] and 0.5 silently became 0.
+    with pytest.raises(ValueError, match=message):
+        skf.full(shape, fill, dtype=dtype)
+
+
+def test_full_casts_an_integral_fill(frame):
+    _, df = frame
+    row = df.limit(1).select(skf.full([2, 1], 3.0, "int").alias("c")).first()
+    assert row.c.values == [3, 3] and row.c.shape == [2, 1]
+
+
 def test_declared_dtype_must_be_datas(frame):
     _, df = frame
     with pytest.raises(Exception, match="declared with dtype='double'; pass dtype='float'"):

@@ -125,9 +125,8 @@ def test_run_job_fail_names_file_and_row_and_commits_nothing(spark, rng, tmp_pat
     assert ("row 7 of file 'part-0.parquet'" in message) or (
         "row 0 of file 'part-1.parquet'" in message
     )
-    assert not (tmp_path / "out" / "_SUCCESS").exists()
-    if engine == "arrow":  # the Arrow engine also leaves no directory behind
-        assert not (tmp_path / "out").exists()
+    # Neither engine leaves a directory behind, nor its hidden staging directory.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
 
 
 def _keep_job(spark, source, out, **kwargs):  # noqa: F811
@@ -174,28 +173,92 @@ def test_arrow_engine_splits_a_file_at_row_groups_and_names_rows_in_it(spark, rn
         )  # fmt: skip
 
 
-def test_arrow_engine_overwrites_only_after_success(spark, rng, tmp_path):  # noqa: F811
+@ENGINES
+def test_engines_overwrite_only_after_success(spark, rng, tmp_path, engine):  # noqa: F811
     cols, table = _table(rng)
     source = write_parquet(tmp_path / "in", table, files=2)
     out = tmp_path / "out"
-    _keep_job(spark, source, out, engine="arrow")
+    _keep_job(spark, source, out, engine=engine)
     with pytest.raises(FileExistsError, match="already exists"):
-        _keep_job(spark, source, out, engine="arrow")
+        _keep_job(spark, source, out, engine=engine)
     before = sorted(p.name for p in out.iterdir())
     with pytest.raises(JobFailed):  # fails on a bad row: the old output stays whole
         run_job(
             spark, JobSpec.from_dict(SPEC), str(source), str(out), mode="overwrite",
-            progress=False, engine="arrow",
+            progress=False, engine=engine,
         )  # fmt: skip
     assert sorted(p.name for p in out.iterdir()) == before
     (out / "stale.parquet").write_bytes(b"not parquet")
-    _keep_job(spark, source, out, engine="arrow", mode="overwrite")
+    _keep_job(spark, source, out, engine=engine, mode="overwrite")
     assert not (out / "stale.parquet").exists()
     _check_output(cols, pq.read_table(out), keep=True)
     for target in (source, tmp_path):  # the input itself, or a directory holding it
         with pytest.raises(ValueError, match="would replace the input"):
-            _keep_job(spark, source, target, engine="arrow", mode="overwrite")
+            _keep_job(spark, source, target, engine=engine, mode="overwrite")
     assert pq.read_table(source).num_rows == table.num_rows
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "out"]  # no staging left
+
+
+def test_auto_engine_reads_hadoop_local_paths_and_hands_globs_to_spark(spark, rng, tmp_path):  # noqa: F811
+    cols, table = _table(rng)
+    source = write_parquet(tmp_path / "in", table, files=2)
+    # Hadoop writes local paths as file:/p; the arrow engine reads them as /p.
+    summary = _keep_job(spark, f"file:{source}", f"file:{tmp_path / 'a'}")
+    assert summary.engine == "arrow" and summary.rows_out == table.num_rows
+    _check_output(cols, pq.read_table(tmp_path / "a"), keep=True)
+    summary = _keep_job(spark, f"{source}/part-*.parquet", tmp_path / "g")
+    assert summary.engine == "spark" and summary.rows_out == table.num_rows
+    with pytest.raises(ValueError, match="glob pattern"):
+        _keep_job(spark, f"{source}/part-*.parquet", tmp_path / "g2", engine="arrow")
+
+
+def test_an_output_that_is_a_file_is_replaced_by_the_spark_engine(spark, rng, tmp_path):  # noqa: F811
+    cols, table = _table(rng)
+    source = write_parquet(tmp_path / "in", table, files=1)
+    out = tmp_path / "out"
+    out.write_text("a file")
+    with pytest.raises(ValueError, match="is a file, not a directory"):
+        _keep_job(spark, source, out, engine="arrow", mode="overwrite")
+    with pytest.raises(FileExistsError):
+        _keep_job(spark, source, out)
+    summary = _keep_job(spark, source, out, mode="overwrite")
+    assert summary.engine == "spark"
+    _check_output(cols, pq.read_table(out), keep=True)
+
+
+@ENGINES
+def test_column_names_with_dots(spark, rng, tmp_path, engine):  # noqa: F811
+    # PySpark's mapInArrow cannot look such names up; the job passes aliases and restores them.
+    cols, table = _table(rng)
+    inputs = ("bucket", "amount", "grid", "cells", "vals")
+    table = table.rename_columns([f"in.{n}" if n in inputs else n for n in table.column_names])
+    text = json.dumps({"row_id": "uid", **SPEC})
+    for name in inputs:
+        text = text.replace(f'"{name}"', f'"in.{name}"')
+    source = write_parquet(tmp_path / "in", table, files=1)
+    run_job(
+        spark, JobSpec.from_dict(json.loads(text)), str(source), str(tmp_path / "out"),
+        on_error="keep", progress=False, engine=engine,
+    )  # fmt: skip
+    _check_output(cols, pq.read_table(tmp_path / "out"), keep=True)
+
+
+def test_arrow_batch_limits_follow_sparks_settings():
+    from scatterkit.spark.direct import BatchLimits, _byte_size
+
+    rows_key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    bytes_key = "spark.sql.execution.arrow.maxBytesPerBatch"
+    assert BatchLimits.from_conf({}) == BatchLimits(4096, 64 << 20)
+    assert BatchLimits.from_conf({rows_key: "5", bytes_key: "1m"}) == BatchLimits(5, 1 << 20)
+    assert BatchLimits.from_conf({rows_key: "0", bytes_key: "-1"}).rows == 2**31 - 1
+    assert [_byte_size(t) for t in ("1024", "64m", "1GB", " 2 k ")] == [
+        1024,
+        64 << 20,
+        1 << 30,
+        2048,
+    ]
+    with pytest.raises(ValueError, match="maxBytesPerBatch: cannot read 'lots'"):
+        _byte_size("lots")
 
 
 def test_arrow_engine_writes_an_empty_output_with_its_schema(spark, rng, tmp_path):  # noqa: F811
@@ -274,6 +337,29 @@ def test_cli_run_exit_codes_and_summary(spark, rng, tmp_path, capsys):  # noqa: 
     spec_path.write_text(json.dumps({"steps": [{**SPEC["steps"][0], "op": "Nope-1"}]}))
     assert main([*common, "--output", str(tmp_path / "c")]) == 2
     assert "unknown op 'Nope-1'" in capsys.readouterr().err
+
+
+def test_cli_usage_errors_exit_2_before_spark_starts(tmp_path, capsys):
+    spec_path = tmp_path / "job.json"
+    spec_path.write_text(json.dumps(SPEC))
+    common = ["run", "--spec", str(spec_path), "--input", "in", "--output", "out"]
+    for bad, message in (
+        (["--conf", "x"], "argument --conf: takes KEY=VALUE, got 'x'"),
+        (["--conf", "=1"], "argument --conf: takes KEY=VALUE, got '=1'"),
+        (["--master", "bogus://x"], "'bogus://x' is not a Spark master URL"),
+    ):
+        with pytest.raises(SystemExit) as info:
+            main([*common, *bad])
+        assert info.value.code == 2 and message in capsys.readouterr().err
+    for bad in (["--rows", "0"], ["--sample", "-1"]):
+        with pytest.raises(SystemExit) as info:
+            main(["demo", *bad])
+        assert info.value.code == 2 and "must be at least" in capsys.readouterr().err
+    assert main([*common, "--summary-json", str(tmp_path / "no" / "s.json")]) == 2
+    assert "no directory for --summary-json" in capsys.readouterr().err
+    assert main([*common, "--archive", str(tmp_path / "nope.tar.gz")]) == 2
+    assert "no environment archive at" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
 
 
 def test_cli_run_names_an_unreadable_input_in_one_line(spark, tmp_path, capsys):  # noqa: F811

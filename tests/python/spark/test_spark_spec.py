@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import spark_helpers  # noqa: F401 - skips the module without pyarrow / pyspark
 from pyspark.sql import types as T
 
 from scatterkit.spark._plan import plan_job
-from scatterkit.spark.spec import Constant, JobSpec, SpecError, TensorInput
+from scatterkit.spark.spec import Constant, JobSpec, SpecError, TensorInput, check_constant
 
 STEP = {
     "op": "ScatterElementsUpdate-12",
@@ -95,6 +96,70 @@ def test_malformed_specs_are_rejected_with_the_place_named(spec, message):
 def test_invalid_json_is_a_spec_error():
     with pytest.raises(SpecError, match="not valid JSON"):
         JobSpec.from_json("{")
+
+
+def _constant(fill, dtype: str) -> dict:
+    return _spec(inputs={**STEP["inputs"], "data": {"fill": fill, "shape": [2], "dtype": dtype}})
+
+
+@pytest.mark.parametrize(
+    ("fill", "dtype", "message"),
+    [
+        (300, "tinyint", "'fill' 300 is out of range for tinyint \\(-128 to 127\\)"),
+        (-(2**63) - 1, "bigint", "'fill' -9223372036854775809 is out of range for bigint"),
+        (0.5, "int", "'fill' 0.5 is not an integer"),
+        (float("nan"), "smallint", "'fill' nan is not an integer"),
+        (True, "float", "'fill' True is a boolean; dtype float takes numbers"),
+        (2, "boolean", "'fill' 2 is not a boolean"),
+        (1e39, "float", "'fill' 1e\\+39 is out of range for float"),
+        (10**400, "double", "'fill' 10+ is out of range for double"),
+        ("0", "double", "'fill' must be a number or a boolean"),
+    ],
+)
+def test_constant_fill_must_be_a_value_of_its_dtype(fill, dtype, message):
+    # Before, these passed the check and failed (or truncated) in every task.
+    with pytest.raises(SpecError, match=f"^steps\\[0\\].inputs.data: {message}"):
+        JobSpec.from_dict(_constant(fill, dtype))
+
+
+@pytest.mark.parametrize(
+    ("fill", "dtype", "want"),
+    [
+        (-128, "tinyint", -128),
+        (2**63 - 1, "long", 2**63 - 1),
+        (3.0, "int", 3),
+        (0, "boolean", False),
+        (True, "bool", True),
+        (0.1, "float", 0.1),
+        (float("-inf"), "double", float("-inf")),
+    ],
+)
+def test_constant_fill_that_fits_is_kept_as_a_python_value(fill, dtype, want):
+    spec = JobSpec.from_dict(_constant(fill, dtype))
+    got = spec.steps[0].inputs["data"].constant.fill
+    assert got == want and type(got) is type(want)
+
+
+def test_check_constant_takes_numpy_shapes_and_values():
+    assert check_constant(np.array([2, 3]), np.float32(1.5), "double") == Constant(
+        (2, 3), "double", 1.5
+    )
+    with pytest.raises(ValueError, match="non-negative integers, got \\[2, -1\\]"):
+        check_constant([2, -1], 0, "float")
+
+
+def test_load_names_the_file_for_bad_encoding_and_bad_json(tmp_path):
+    latin1 = tmp_path / "latin1.json"
+    latin1.write_bytes('{"steps": [], "row_id": "caf\u00e9"}'.encode("latin-1"))
+    with pytest.raises(SpecError, match=r"latin1.json: not UTF-8 text \(byte 0xe9 at offset 28\)"):
+        JobSpec.load(latin1)
+    broken = tmp_path / "broken.json"
+    broken.write_text('{\n  "steps": [\n    {"op": 1},\n  ]\n}\n', encoding="utf-8")
+    with pytest.raises(SpecError, match=r"broken.json: job: not valid JSON: .* line 4 column 3"):
+        JobSpec.load(broken)
+    with_bom = tmp_path / "bom.json"
+    with_bom.write_bytes(b"\xef\xbb\xbf" + json.dumps(_spec()).encode())
+    assert JobSpec.load(with_bom) == JobSpec.from_dict(_spec())
 
 
 def test_plan_output_schema_keeps_passthrough_and_adds_tensor_and_error_columns():
