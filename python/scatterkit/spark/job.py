@@ -73,9 +73,7 @@ def transform(
 def _path_bytes(spark: SparkSession, path: str) -> int | None:
     """Bytes under a path on any Hadoop file system (None if it cannot be measured)."""
     try:
-        jvm = spark.sparkContext._jvm
-        hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
-        fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        fs, hadoop_path = _hadoop_path(spark, path)
         return int(fs.getContentSummary(hadoop_path).getLength())
     except Exception:  # measuring is a courtesy; never fail the job for it
         return None
