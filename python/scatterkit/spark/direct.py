@@ -301,14 +301,20 @@ class ArrowPaths:
     files: tuple[str, ...]
 
 
+def check_output_apart(input_uri: str, output_uri: str, input_path: str, output_path: str) -> None:
+    """Raises ValueError if the output (resolved: `output_uri`) is the input or holds it."""
+    output_uri = output_uri.rstrip("/")
+    if input_uri == output_uri or input_uri.startswith(output_uri + "/"):
+        raise ValueError(f"the output {output_path!r} would replace the input {input_path!r}")
+
+
 def resolve_paths(input_path: str, output_path: str) -> ArrowPaths:
     """Resolves the job's paths, or raises `EngineUnavailable` (nothing has run yet).
 
     Raises ValueError if the output would replace the input (or a directory holding it).
     """
     source, target = locate(input_path), locate(output_path)
-    if source.uri == target.uri or source.uri.startswith(target.uri.rstrip("/") + "/"):
-        raise ValueError(f"the output {output_path!r} would replace the input {input_path!r}")
+    check_output_apart(source.uri, target.uri, input_path, output_path)
     if target.filesystem().get_file_info(target.path).type == pafs.FileType.File:
         # Its tasks write under the output directory; Spark's writer replaces a file.
         raise EngineUnavailable(f"the output {output_path!r} is a file, not a directory")

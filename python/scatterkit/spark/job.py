@@ -16,7 +16,13 @@ from pyspark.sql import types as T
 from ._pipeline import FILE_COLUMN, ROW_COLUMN, BatchPlan, process_aliased_batches
 from ._plan import plan_job
 from ._stats import new_stats
-from .direct import ArrowPaths, EngineUnavailable, resolve_paths, run_arrow_job
+from .direct import (
+    ArrowPaths,
+    EngineUnavailable,
+    check_output_apart,
+    resolve_paths,
+    run_arrow_job,
+)
 from .progress import Progress
 from .spec import JobSpec
 from .summary import JobSummary
@@ -193,9 +199,7 @@ def _run_spark(
     """
     fs, output = _hadoop_path(spark, output_path)
     _, source_path = _hadoop_path(spark, input_path)
-    out_uri, in_uri = output.toString().rstrip("/"), source_path.toString()
-    if in_uri == out_uri or in_uri.startswith(out_uri + "/"):
-        raise ValueError(f"the output {output_path!r} would replace the input {input_path!r}")
+    check_output_apart(source_path.toString(), output.toString(), input_path, output_path)
     existed = fs.exists(output)
     if existed and mode != "overwrite":
         raise FileExistsError(f"output {output_path!r} already exists")
