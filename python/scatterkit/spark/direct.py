@@ -169,11 +169,59 @@ def _batch_rows(metadata: pq.FileMetaData, groups: range, limits: BatchLimits) -
     return max(1, min(limits.rows, limits.bytes * rows // size))
 
 
+class InputTypeError(RuntimeError):
+    """An input file holds a column in a type the job's type cannot hold exactly."""
+
+
+def _widens(source: pa.DataType, target: pa.DataType) -> bool:
+    """Whether every value of `source` is a value of `target`, so a cast loses nothing."""
+    if source == target:
+        return True
+    if pa.types.is_integer(source) and pa.types.is_integer(target):
+        low, high = _integer_range(source)
+        return _integer_range(target)[0] <= low and high <= _integer_range(target)[1]
+    if pa.types.is_floating(source) and pa.types.is_floating(target):
+        return source.bit_width <= target.bit_width
+    lists = (pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list)
+    if any(is_a(source) for is_a in lists) and any(is_a(target) for is_a in lists):
+        return _widens(source.value_type, target.value_type)
+    if pa.types.is_struct(source) and pa.types.is_struct(target):
+        names = [source.field(i).name for i in range(source.num_fields)]
+        return sorted(names) == sorted(
+            target.field(i).name for i in range(target.num_fields)
+        ) and all(_widens(source.field(n).type, target.field(n).type) for n in names)
+    return False
+
+
+def _integer_range(t: pa.DataType) -> tuple[int, int]:
+    if pa.types.is_signed_integer(t):
+        return -(2 ** (t.bit_width - 1)), 2 ** (t.bit_width - 1) - 1
+    return 0, 2**t.bit_width - 1
+
+
+def check_file_types(file_schema: pa.Schema, types: pa.Schema, name: str) -> None:
+    """Raises `InputTypeError` if a file's column would lose values as `types`' type.
+
+    Spark takes a job's schema from one file; another file may hold a column in a
+    narrower type (Spark widens it as it reads, as does `_as_spark_reads`) or in a wider
+    one, which Spark's reader refuses and a cast would round (double to float).
+    """
+    for field in types:
+        at = file_schema.get_field_index(field.name)
+        if at >= 0 and not _widens(file_schema.field(at).type, field.type):
+            raise InputTypeError(
+                f"file {name!r} holds column {field.name!r} as {file_schema.field(at).type}, "
+                f"which the job reads as {field.type} (the type Spark took from another "
+                f"file) only by losing values; write every file with one type"
+            )
+
+
 def _as_spark_reads(batch: pa.RecordBatch, types: pa.Schema) -> pa.RecordBatch:
     """The batch with `types`' columns cast to the types Spark reads them as.
 
     pyarrow keeps Parquet's own types (uint16, say) where Spark widens them (int): the
-    steps must see what the other engine's steps see.
+    steps must see what the other engine's steps see. Every cast widens
+    (`check_file_types` has refused the others).
     """
     for field in types:
         at = batch.schema.get_field_index(field.name)
@@ -234,11 +282,11 @@ def run_task(
     for number, piece in enumerate(pieces):
         path = f"{job_dir}/part-{index:05d}-{number}-attempt-{attempt}.parquet"
         with in_fs.open_input_file(piece.path) as handle:
+            parquet = pq.ParquetFile(handle)
+            check_file_types(parquet.schema_arrow, tensor_types, posixpath.basename(piece.path))
             batches = (
                 _as_spark_reads(batch, tensor_types)
-                for batch in _read_piece(
-                    pq.ParquetFile(handle), piece, columns, plan.locate_rows, limits
-                )
+                for batch in _read_piece(parquet, piece, columns, plan.locate_rows, limits)
             )
             writer, rows = None, 0
             try:

@@ -32,7 +32,8 @@ ENGINES = ("auto", "arrow", "spark")
 
 
 class JobFailed(RuntimeError):
-    """The job stopped on a bad row (``on_error="fail"``); the message names it."""
+    """The job stopped on a bad row (``on_error="fail"``) or on an input file holding a
+    column in a type the job cannot read exactly; the message names the row or file."""
 
 
 def _plan(
@@ -86,8 +87,9 @@ def _path_bytes(spark: SparkSession, path: str) -> int | None:
 
 
 def row_error_message(exc: BaseException) -> str | None:
-    """The `RowError` message inside a Spark failure, if that is why the job failed."""
-    found = re.search(r"RowError: (.+)", str(exc))
+    """The message of a `RowError` or `InputTypeError` inside a Spark failure, if that is
+    why the job failed."""
+    found = re.search(r"(?:RowError|InputTypeError): (.+)", str(exc))
     return found.group(1).strip() if found else None
 
 
@@ -124,7 +126,9 @@ def run_job(
     directories); ``"auto"`` (default), arrow where it can serve the paths.
 
     Raises `JobFailed` naming the row and the reason when a row fails under
-    ``on_error="fail"`` (nothing is committed then). Returns the summary, whose
+    ``on_error="fail"``, or naming the file when the arrow engine finds a file holding
+    a column in a wider type than the job's (nothing is committed then; Spark's reader
+    refuses such a file with its own error). Returns the summary, whose
     row counts come from the input and the written output.
     """
     if mode not in ("errorifexists", "overwrite"):

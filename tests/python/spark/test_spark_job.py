@@ -159,6 +159,84 @@ def test_arrow_engine_output_matches_the_spark_engine(spark, rng, tmp_path):  # 
     assert not (tmp_path / "a" / "_temporary").exists()
 
 
+def _amount_as(table: pa.Table, value_type: pa.DataType) -> pa.Table:
+    at = table.schema.get_field_index("amount")
+    return table.set_column(at, "amount", table.column("amount").cast(pa.list_(value_type)))
+
+
+def test_a_file_with_a_wider_column_type_fails_the_job_rather_than_rounding(spark, rng, tmp_path):  # noqa: F811
+    # Spark takes the float schema from part-0; part-1's doubles would round to float
+    _, table = _table(rng)
+    (tmp_path / "in").mkdir()
+    half = table.num_rows // 2
+    pq.write_table(table.slice(0, half), tmp_path / "in" / "part-0.parquet")
+    pq.write_table(_amount_as(table.slice(half), pa.float64()), tmp_path / "in" / "part-1.parquet")
+    assert spark.read.parquet(str(tmp_path / "in")).schema["amount"].dataType.simpleString() == (
+        "array<float>"
+    )
+    with pytest.raises(
+        JobFailed, match=r"file 'part-1\.parquet' holds column 'amount' as .*double"
+    ):
+        _keep_job(spark, tmp_path / "in", tmp_path / "a", engine="arrow")
+    assert not (tmp_path / "a").exists()
+    with pytest.raises(Exception, match="PARQUET_COLUMN_DATA_TYPE_MISMATCH"):
+        _keep_job(spark, tmp_path / "in", tmp_path / "s", engine="spark")
+
+
+def test_a_file_with_a_narrower_column_type_is_widened_by_both_engines(spark, rng, tmp_path):  # noqa: F811
+    _, table = _table(rng)
+    table = _amount_as(table, pa.float64())
+    (tmp_path / "in").mkdir()
+    half = table.num_rows // 2
+    pq.write_table(table.slice(0, half), tmp_path / "in" / "part-0.parquet")
+    pq.write_table(_amount_as(table.slice(half), pa.float32()), tmp_path / "in" / "part-1.parquet")
+    _keep_job(spark, tmp_path / "in", tmp_path / "a", engine="arrow")
+    _keep_job(spark, tmp_path / "in", tmp_path / "s", engine="spark")
+    arrow = spark.read.parquet(str(tmp_path / "a"))
+    assert arrow.schema["amount"].dataType.simpleString() == "array<double>"
+    assert sorted(arrow.collect()) == sorted(spark.read.parquet(str(tmp_path / "s")).collect())
+
+
+@pytest.mark.parametrize(
+    "source, target, widens",
+    [
+        (pa.int8(), pa.int16(), True),
+        (pa.uint16(), pa.int32(), True),
+        (pa.uint32(), pa.int64(), True),
+        (pa.uint32(), pa.int32(), False),
+        (pa.int16(), pa.uint32(), False),
+        (pa.int64(), pa.int32(), False),
+        (pa.float16(), pa.float32(), True),
+        (pa.float32(), pa.float64(), True),
+        (pa.float64(), pa.float32(), False),
+        (pa.int32(), pa.float64(), False),
+        (pa.float32(), pa.int64(), False),
+        (pa.bool_(), pa.int8(), False),
+        (pa.list_(pa.field("element", pa.uint8())), pa.list_(pa.int16()), True),
+        (pa.large_list(pa.float64()), pa.list_(pa.float32()), False),
+        (
+            pa.struct([("values", pa.list_(pa.float32())), ("shape", pa.list_(pa.int32()))]),
+            pa.struct([("shape", pa.list_(pa.int64())), ("values", pa.list_(pa.float64()))]),
+            True,
+        ),
+        (
+            pa.struct([("values", pa.list_(pa.float32())), ("shape", pa.list_(pa.int64()))]),
+            pa.struct([("values", pa.list_(pa.float32())), ("shape", pa.list_(pa.int32()))]),
+            False,
+        ),
+        (
+            pa.struct([("values", pa.list_(pa.float32()))]),
+            pa.struct([("v", pa.list_(pa.float32()))]),
+            False,
+        ),
+    ],
+)
+def test_only_casts_that_keep_every_value_are_widenings(source, target, widens):
+    from scatterkit.spark.direct import _widens
+
+    assert _widens(source, target) is widens
+
+
 def test_arrow_engine_splits_a_file_at_row_groups_and_names_rows_in_it(spark, rng, tmp_path):  # noqa: F811
     cols, table = _table(rng)
     (tmp_path / "in").mkdir()
