@@ -388,7 +388,12 @@ def get_op(name: str) -> Callable[..., np.ndarray]:
 
 
 def set_num_threads(n: int) -> None:
-    """Set the number of threads the kernels use (n >= 1; default: OpenMP's)."""
+    """Set the number of threads the kernels use (n >= 1; default: OpenMP's).
+
+    Kernels start at most 8 threads per processor (`get_num_threads` reports the
+    number in effect): these ops are memory bound, and thousands of threads would
+    only cost start-up time or, past the system's thread limit, end the process.
+    """
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
         raise TypeError(f"set_num_threads: n must be an integer, got {type(n).__name__}")
     if n < 1:
@@ -397,7 +402,8 @@ def set_num_threads(n: int) -> None:
 
 
 def get_num_threads() -> int:
-    """Number of threads the kernels use."""
+    """Number of threads the kernels use: `set_num_threads`'s value (else OpenMP's
+    default, ``OMP_NUM_THREADS``), at most 8 per processor."""
     return _core.get_num_threads()
 
 

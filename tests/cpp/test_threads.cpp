@@ -60,7 +60,9 @@ TEST(NumThreads, DefaultIsOpenMPs) {
   if (scatterkit::detail::thread_state().num_threads.load() != 0)
     GTEST_SKIP() << "set_num_threads was already called in this process";
 #ifdef _OPENMP
-  EXPECT_EQ(scatterkit::get_num_threads(), omp_get_max_threads());
+  EXPECT_EQ(
+      scatterkit::get_num_threads(),
+      std::min(omp_get_max_threads(), scatterkit::kMaxThreadsPerProcessor * omp_get_num_procs()));
 #else
   EXPECT_EQ(scatterkit::get_num_threads(), 1);
 #endif
@@ -71,6 +73,19 @@ TEST(NumThreads, SetThenGet) {
   EXPECT_EQ(scatterkit::get_num_threads(), kOpenMP ? 3 : 1);
   scatterkit::set_num_threads(1);
   EXPECT_EQ(scatterkit::get_num_threads(), 1);
+}
+
+TEST(NumThreads, CappedPerProcessor) {
+  scatterkit::set_num_threads(1 << 30);
+#ifdef _OPENMP
+  const int cap = scatterkit::kMaxThreadsPerProcessor * omp_get_num_procs();
+  EXPECT_EQ(scatterkit::get_num_threads(), cap);
+  // A team for a huge range of work stays within the cap too.
+  EXPECT_EQ(scatterkit::detail::threads_for(int64_t(1) << 40, int64_t(1) << 50), cap);
+#else
+  EXPECT_EQ(scatterkit::get_num_threads(), 1);
+#endif
+  scatterkit::set_num_threads(1);
 }
 
 TEST(ParallelFor, CoversTheRangeOnceOnSeveralThreads) {

@@ -128,6 +128,24 @@ def test_set_num_threads_round_trips(n):
     assert sk.scatter_update(np.zeros(2), np.array([1]), np.ones(1), 0).tolist() == [0, 1]
 
 
+def test_set_num_threads_caps_at_eight_per_processor():
+    cap = 8 * len(os.sched_getaffinity(0))
+    sk.set_num_threads(10**6)
+    assert sk.get_num_threads() == cap
+    data = np.zeros((64, 1 << 16), np.float32)  # 16 MiB: work for many threads
+    out = sk.scatter_update(data, np.array([3]), np.ones((1, 1 << 16), np.float32), 0)
+    assert out[3].all() and out.sum() == 1 << 16
+
+
+def test_omp_num_threads_beyond_the_cap_is_capped():
+    code = "import os, scatterkit as sk; print(sk.get_num_threads(), len(os.sched_getaffinity(0)))"
+    env = dict(os.environ, OMP_NUM_THREADS="100000")
+    got, procs = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert int(got) == 8 * int(procs)
+
+
 def test_get_num_threads_default_is_positive():
     assert sk.get_num_threads() >= 1
 

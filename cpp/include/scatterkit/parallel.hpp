@@ -60,14 +60,23 @@ constexpr int64_t kMinParallelBytes = int64_t(1) << 20;
 
 }  // namespace detail
 
-// Threads used by the kernels: set_num_threads's value, else OpenMP's default;
-// 1 in a child forked after the pool started, or without OpenMP.
+// The most threads a kernel starts per processor OpenMP sees. Memory-bound work
+// gains nothing past one per core; the margin keeps requests such as 7 threads
+// on 2 cores (tests of thread-count independence) as asked. Without a cap, a
+// request of 100000 threads would start thousands, and where the system's
+// thread limit is lower libgomp ends the process.
+constexpr int kMaxThreadsPerProcessor = 8;
+
+// Threads used by the kernels: set_num_threads's value, else OpenMP's default,
+// at most kMaxThreadsPerProcessor per processor; 1 in a child forked after the
+// pool started, or without OpenMP.
 inline int get_num_threads() {
 #ifdef _OPENMP
   const detail::ThreadState& s = detail::thread_state();
   if (s.forked_child.load()) return 1;
   const int n = s.num_threads.load();
-  return n > 0 ? n : omp_get_max_threads();
+  const int64_t cap = int64_t(kMaxThreadsPerProcessor) * std::max(1, omp_get_num_procs());
+  return int(std::min<int64_t>(n > 0 ? n : omp_get_max_threads(), cap));
 #else
   return 1;
 #endif
