@@ -145,6 +145,26 @@ TEST_F(ScatterUpdateErrors, OutShapeMismatch) {
   expect_out_untouched();
 }
 
+TEST_F(ScatterUpdateErrors, ZeroSizeShapesWhoseExtentsOverflowAreTooBig) {
+  // No element, but strides over (2**62, 2**62, 0) would overflow int64 (NumPy refuses it too).
+  const std::vector<int64_t> idx = {0};
+  const std::vector<float> upd(5);
+  const int64_t huge = int64_t(1) << 62;
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] {
+        scatterkit::scatter_update(TensorRef{nullptr, {huge, huge, 0}, DType::kFloat32, 4},
+                                   IndexRef{idx.data(), {1}, IndexType::kInt64},
+                                   TensorRef{upd.data(), {1, 5}, DType::kFloat32, 4}, 0,
+                                   out.data());
+      },
+      "data shape (4611686018427387904, 4611686018427387904, 0) is too big"));
+  // 2**61 float32 elements are 2**63 bytes: one too many; int16 (2**62 bytes) fits.
+  EXPECT_FALSE(scatterkit::detail::extents_fit({0, int64_t(1) << 61}, 4));
+  EXPECT_TRUE(scatterkit::detail::extents_fit({0, int64_t(1) << 61}, 2));
+  EXPECT_TRUE(scatterkit::detail::extents_fit({huge, 0, 1}, 1));
+  expect_out_untouched();
+}
+
 TEST_F(ScatterUpdateErrors, NegativeExtentAndNullPointers) {
   const std::vector<int64_t> idx = {0};
   const std::vector<float> upd(5);

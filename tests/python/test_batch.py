@@ -106,6 +106,35 @@ def test_batch_bad_rows_are_reported_and_keep_their_data(rng):
         assert np.array_equal(rows[r], datas[r].ravel())
 
 
+@pytest.mark.parametrize("shape", [(2**62, 2**62, 0), (0, 2**62, 2**62), (0, 2**61)])
+def test_batch_row_whose_zero_size_shape_overflows_is_too_big(shape):
+    empty = np.zeros(0, np.float32)
+    data = Ragged.from_arrays([np.zeros(2, np.float32)])
+    data = Ragged(
+        np.concatenate([data.values, empty]),
+        np.array([0, 2, 2]),
+        np.array([2, *shape]),
+        np.array([0, 1, 1 + len(shape)]),
+    )
+    updates = Ragged(
+        np.ones(1, np.float32), np.array([0, 1, 1]), np.array([1, 0]), np.array([0, 1, 2])
+    )
+    out, errors = run_batch("SliceScatter-15", data, updates, start=0, stop=1, step=1, axis=0)
+    assert errors[0] is None and out.tolist() == [1, 0]
+    assert errors[1] == (
+        f"ValueError: SliceScatter-15: data shape {shape} is too big: "
+        "its extents multiply past 2**63 - 1 bytes"
+    )
+
+
+def test_batch_row_of_zero_size_with_large_extents_that_fit_runs():
+    shape = (0, 2**60)  # 2**62 bytes of float32 if it had a row: NumPy's limit allows it
+    data = Ragged(np.zeros(0, np.float32), np.array([0, 0]), np.array(shape), np.array([0, 2]))
+    upd = Ragged(np.zeros(0, np.float32), np.array([0, 0]), np.array(shape), np.array([0, 2]))
+    out, errors = run_batch("SliceScatter-15", data, upd, start=0, stop=0, step=1, axis=0)
+    assert errors == [None] and out.size == 0
+
+
 def test_batch_rejects_malformed_buffers(rng):
     data = Ragged.from_arrays([np.zeros(3), np.zeros(2)])
     upd = Ragged.from_arrays([np.ones(1), np.ones(1)])

@@ -67,7 +67,8 @@ inline void check_ragged(const char* op, const char* name, const RaggedRef& r, i
     throw_value_error(op, std::string(name) + " values are missing");
 }
 
-// Row r of a ragged tensor; throws ValueError if its shape does not match its length.
+// Row r of a ragged tensor; throws ValueError if its shape is not a valid one
+// (see check_shape) or does not match its length.
 inline TensorRef ragged_row(const char* op, const char* name, const RaggedRef& r, int64_t row,
                             DType dtype) {
   TensorRef t;
@@ -76,13 +77,8 @@ inline TensorRef ragged_row(const char* op, const char* name, const RaggedRef& r
   t.itemsize = r.itemsize;
   t.data = static_cast<const char*>(r.values) + r.offsets[row] * int64_t(r.itemsize);
   const int64_t length = r.offsets[row + 1] - r.offsets[row];
-  bool valid = true;
-  int64_t count = 1;
-  for (int64_t d : t.shape) {
-    if (d < 0 || (d > 0 && count > INT64_MAX / d)) valid = false;
-    if (valid) count *= d;
-  }
-  if (!valid || count != length)
+  check_shape(op, name, t.shape, int64_t(r.itemsize));
+  if (numel(t.shape) != length)
     throw_value_error(op, std::string(name) + " shape " + format_shape(t.shape) +
                               " does not match its " + std::to_string(length) + " values");
   return t;

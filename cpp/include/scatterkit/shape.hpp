@@ -22,12 +22,30 @@ inline int64_t numel(const Shape& shape) { return product(shape, 0, shape.size()
 
 namespace detail {
 
-// Checks every extent is non-negative (views from C++ callers are not trusted).
-inline void check_shape(const char* op, const char* name, const Shape& shape) {
+// Whether the non-zero extents multiply to at most INT64_MAX / itemsize bytes:
+// then every product of extents and every byte offset fits in int64, also for
+// a zero-size tensor such as (2**62, 2**62, 0) (NumPy's rule).
+inline bool extents_fit(const Shape& shape, int64_t itemsize) {
+  const int64_t limit = INT64_MAX / (itemsize > 0 ? itemsize : 1);
+  int64_t product = 1;
+  for (int64_t d : shape) {
+    if (d == 0) continue;
+    if (product > limit / d) return false;
+    product *= d;
+  }
+  return true;
+}
+
+// Checks every extent is non-negative and that they fit (see extents_fit):
+// views from C++ callers and rows of a batch are not trusted.
+inline void check_shape(const char* op, const char* name, const Shape& shape, int64_t itemsize) {
   for (int64_t d : shape)
     if (d < 0)
       throw_value_error(
           op, std::string(name) + " shape " + format_shape(shape) + " has a negative extent");
+  if (!extents_fit(shape, itemsize))
+    throw_value_error(op, std::string(name) + " shape " + format_shape(shape) +
+                              " is too big: its extents multiply past 2**63 - 1 bytes");
 }
 
 // Maps axis from [-rank, rank-1] to [0, rank-1].

@@ -60,8 +60,9 @@ inline void check_same_element(const char* op, const TensorRef& data, const Tens
                              " does not match data dtype " + dtype_name(data.dtype));
 }
 
-inline void check_tensor(const char* op, const char* name, const void* ptr, const Shape& shape) {
-  check_shape(op, name, shape);
+inline void check_tensor(const char* op, const char* name, const void* ptr, const Shape& shape,
+                         int64_t itemsize) {
+  check_shape(op, name, shape, itemsize);
   if (ptr == nullptr && numel(shape) != 0)
     throw_value_error(op, std::string(name) + " is a null pointer");
 }
@@ -69,9 +70,10 @@ inline void check_tensor(const char* op, const char* name, const void* ptr, cons
 // The checks every indexed scatter starts with: buffers, element types.
 inline void check_scatter_inputs(const char* op, const TensorRef& data, const IndexRef& indices,
                                  const TensorRef& updates) {
-  check_tensor(op, "data", data.data, data.shape);
-  check_tensor(op, "indices", indices.data, indices.shape);
-  check_tensor(op, "updates", updates.data, updates.shape);
+  check_tensor(op, "data", data.data, data.shape, int64_t(data.itemsize));
+  check_tensor(op, "indices", indices.data, indices.shape,
+               indices.type == IndexType::kInt32 ? 4 : 8);
+  check_tensor(op, "updates", updates.data, updates.shape, int64_t(updates.itemsize));
   check_same_element(op, data, updates);
 }
 

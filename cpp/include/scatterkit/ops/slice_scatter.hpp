@@ -146,8 +146,8 @@ inline void slice_scatter(const TensorRef& data, const TensorRef& updates,
                           void* out, const OpOptions& options = {}) {
   using namespace detail;
   const char* op = op_name(options, "slice_scatter");
-  check_tensor(op, "data", data.data, data.shape);
-  check_tensor(op, "updates", updates.data, updates.shape);
+  check_tensor(op, "data", data.data, data.shape, int64_t(data.itemsize));
+  check_tensor(op, "updates", updates.data, updates.shape, int64_t(updates.itemsize));
   check_same_element(op, data, updates);
   const size_t m = axes.size();
   if (m == 0 || starts.size() != m || stops.size() != m || steps.size() != m)
