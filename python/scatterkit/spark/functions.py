@@ -108,9 +108,7 @@ def _make_udf(
 def apply_op(
     op: str,
     data: ColumnOrName,
-    updates: ColumnOrName,
-    indices: ColumnOrName | None = None,
-    *,
+    *inputs: ColumnOrName,
     dtype: str = "float",
     on_error: str = "fail",
     row_id: ColumnOrName | None = None,
@@ -118,25 +116,27 @@ def apply_op(
 ) -> Column:
     """The versioned operation `op` (e.g. ``"ScatterElementsUpdate-3"``) on tensor columns.
 
-    `attributes` are the op's attributes (``axis``, ``reduction``, ``use_init_val``,
-    ``start``, ``stop``, ``step``); they are checked here, before any task runs.
+    `inputs` follow data in the operation's own order: ``indices, updates``, or
+    ``updates`` alone for SliceScatter-15. `attributes` are the op's attributes
+    (``axis``, ``reduction``, ``use_init_val``, ``start``, ``stop``, ``step``); they are
+    checked here, before any task runs.
     """
     if op not in OPS:
         raise ValueError(f"unknown op {op!r}; expected one of {sorted(OPS)}")
     if on_error not in ("fail", "keep"):
         raise ValueError(f"on_error must be 'fail' or 'keep', got {on_error!r}")
     info = OPS[op]
+    if len(inputs) != len(info.inputs) - 1:
+        raise TypeError(
+            f"{op} takes the columns {', '.join(info.inputs)}; got {1 + len(inputs)} column(s)"
+        )
     unknown = sorted(set(attributes) - info.attributes)
     missing = sorted(info.required - set(attributes))
     if unknown or missing:
         raise ValueError(f"{op}: unknown attribute(s) {unknown}, missing {missing}")
-    columns = {"data": data, "indices": indices, "updates": updates}
-    if ("indices" in info.inputs) != (indices is not None):
-        raise ValueError(f"{op}: indices are {'required' if indices is None else 'not taken'}")
-    names = list(info.inputs)
     _check_attributes(op, attributes, dtype)
-    fn = _make_udf(op, attributes, names, dtype, on_error == "keep", row_id is not None)
-    args = [_col(columns[n]) for n in names]
+    fn = _make_udf(op, attributes, info.inputs, dtype, on_error == "keep", row_id is not None)
+    args = [_col(c) for c in (data, *inputs)]
     if row_id is not None:
         args.append(_col(row_id))
     return fn(*args)
@@ -169,8 +169,8 @@ def scatter_update(
     return apply_op(
         "ScatterUpdate-3",
         data,
-        updates,
         indices,
+        updates,
         dtype=dtype,
         on_error=on_error,
         row_id=row_id,
@@ -194,8 +194,8 @@ def scatter_elements_update(
     return apply_op(
         "ScatterElementsUpdate-12",
         data,
-        updates,
         indices,
+        updates,
         dtype=dtype,
         on_error=on_error,
         row_id=row_id,
@@ -219,8 +219,8 @@ def scatter_nd_update(
     return apply_op(
         "ScatterNDUpdate-15",
         data,
-        updates,
         indices,
+        updates,
         dtype=dtype,
         on_error=on_error,
         row_id=row_id,

@@ -61,7 +61,7 @@ def test_every_column_function_matches_the_numpy_api(frame):
             "snd"
         ),
         skf.slice_scatter("grid", "win", 0, 6, 2, 1).alias("ss"),
-        skf.apply_op("ScatterNDUpdate-3", "grid", "cvals", "cells").alias("v3"),
+        skf.apply_op("ScatterNDUpdate-3", "grid", "cells", "cvals").alias("v3"),
     ).collect()
     assert len(out) == 9
     for row in out:
@@ -152,5 +152,9 @@ def test_bad_attributes_fail_when_the_column_is_built():
         skf.slice_scatter("a", "b", 0, 1, 0, 0)
     with pytest.raises(ValueError, match="missing \\['axis'\\]"):
         skf.apply_op("ScatterUpdate-3", "a", "b", "c")
+    with pytest.raises(TypeError, match="takes the columns data, indices, updates; got 2"):
+        skf.apply_op("ScatterUpdate-3", "a", "b", axis=0)
+    with pytest.raises(TypeError, match="takes the columns data, updates; got 3"):
+        skf.apply_op("SliceScatter-15", "a", "b", "c", start=0, stop=1, step=1, axis=0)
     with pytest.raises(ValueError, match="on_error"):
         skf.scatter_nd_update("a", "b", "c", on_error="ignore")
