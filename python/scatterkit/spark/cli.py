@@ -192,7 +192,13 @@ def _start_spark(args: argparse.Namespace) -> Any:
     except FileNotFoundError as exc:  # --archive
         print(f"{PROG}: {exc}", file=sys.stderr)
     except Exception as exc:  # the JVM did not start, or the master is unreachable
-        print(f"{PROG}: Spark did not start: {_java_message(exc)}", file=sys.stderr)
+        message = _java_message(exc)
+        if "stopped SparkContext" in message:  # Spark gave up; its log says why
+            message += (
+                f" (is the master {args.master or 'of spark-submit'} reachable? "
+                "--log-level ERROR shows Spark's log)"
+            )
+        print(f"{PROG}: Spark did not start: {message}", file=sys.stderr)
     return None
 
 

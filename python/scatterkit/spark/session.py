@@ -34,6 +34,25 @@ def archive_conf(archive: str) -> dict[str, str]:
     }
 
 
+_JAVA_OPTIONS_KEY = "spark.driver.extraJavaOptions"
+_LOG4J_OPTION = "-Dlog4j2.configurationFile="
+
+
+def _quiet_start(settings: Mapping[str, str], log_level: str) -> dict[str, str]:
+    """Driver JVM options that log at `log_level` from its start (Spark's own start-up
+    lines included) with scatterkit's log4j2.properties; none when the user configured
+    log4j (in `settings` or in ``$SPARK_CONF_DIR``)."""
+    options = settings.get(_JAVA_OPTIONS_KEY, "")
+    conf_dir = os.environ.get("SPARK_CONF_DIR")
+    if _LOG4J_OPTION in options or (
+        conf_dir and os.path.isfile(os.path.join(conf_dir, "log4j2.properties"))
+    ):
+        return {}
+    config = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
+    ours = f"{_LOG4J_OPTION}file:{config} -Dscatterkit.log.level={log_level}"
+    return {_JAVA_OPTIONS_KEY: f"{options} {ours}".strip()}
+
+
 def build_session(
     *,
     master: str | None = None,
@@ -47,7 +66,9 @@ def build_session(
     `master` defaults to ``local[*]`` (nothing to start), except under ``spark-submit``,
     whose settings are kept. With `archive` (from ``scatterkit-spark pack``) the executors
     run ``./environment/bin/python`` from that archive, unpacked through ``spark.archives``.
-    `conf` entries win over the defaults.
+    `conf` entries win over the defaults. Spark logs at `log_level`, from the driver's
+    start on when this call starts it (unless `conf` or ``$SPARK_CONF_DIR`` configure
+    log4j).
     """
     settings = dict(DEFAULT_CONF)
     if launched_by_spark_submit():  # spark-submit's own settings win over our defaults
@@ -62,6 +83,8 @@ def build_session(
         # The Python the executors start is fixed when the SparkContext is created.
         os.environ["PYSPARK_PYTHON"] = f"./{ENV_ALIAS}/bin/python"
     settings.update(conf or {})
+    if not launched_by_spark_submit():
+        settings.update(_quiet_start(settings, log_level))
     builder = SparkSession.builder.appName(app_name)
     if master is not None:
         builder = builder.master(master)

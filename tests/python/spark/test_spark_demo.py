@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
+import subprocess
 import sys
 import time
 import zipfile
 
 import pytest
-from spark_helpers import pq, spark  # noqa: F401
+from spark_helpers import pq, spark, spark_env  # noqa: F401
 
 from scatterkit.spark.demo import run_demo
 from scatterkit.spark.pack import _run, pack, wheel_from_installed
 from scatterkit.spark.progress import Progress
+from scatterkit.spark.session import _quiet_start
 from scatterkit.spark.summary import JobSummary
 
 
@@ -32,6 +35,36 @@ def test_demo_counts_the_files_it_wrote(spark, tmp_path, capsys):  # noqa: F811
     out = capsys.readouterr().out
     assert code == 0, out
     assert "(3 Parquet file(s), " in out
+
+
+def test_cli_keeps_sparks_start_up_lines_out_of_the_console(tmp_path):
+    # Spark's default profile logs at WARN (and announces itself) until its context exists
+    command = [sys.executable, "-m", "scatterkit.spark", "demo", "--rows", "40"]
+    done = subprocess.run(
+        [*command, "--sample", "5", "--master", "local[1]", "--workdir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=spark_env(),
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    for noise in ("log4j profile", "Setting default log level", " WARN ", " INFO "):
+        assert noise not in done.stderr, done.stderr
+
+
+def test_quiet_start_yields_to_a_log4j_configuration_of_the_user(tmp_path, monkeypatch):
+    monkeypatch.delenv("SPARK_CONF_DIR", raising=False)
+    key = "spark.driver.extraJavaOptions"
+    ours = _quiet_start({}, "FATAL")[key]
+    assert ours.startswith("-Dlog4j2.configurationFile=file:") and ours.endswith(
+        " -Dscatterkit.log.level=FATAL"
+    )
+    assert os.path.isfile(ours.split()[0].split("file:", 1)[1])
+    assert _quiet_start({key: "-Xss4m"}, "ERROR")[key].startswith("-Xss4m -Dlog4j2.")
+    assert _quiet_start({key: "-Dlog4j2.configurationFile=mine.properties"}, "ERROR") == {}
+    (tmp_path / "log4j2.properties").write_text("rootLogger.level = info\n")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    assert _quiet_start({}, "ERROR") == {}
 
 
 def test_generate_replaces_the_files_of_a_reused_directory(tmp_path):

@@ -440,6 +440,21 @@ def test_cli_usage_errors_exit_2_before_spark_starts(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
+def test_cli_says_where_to_look_when_spark_stops_while_starting(tmp_path, capsys, monkeypatch):
+    def stopped(**_):
+        raise RuntimeError("Cannot call methods on a stopped SparkContext.\nThis stopped ...")
+
+    monkeypatch.setattr("scatterkit.spark.session.build_session", stopped)
+    spec_path = tmp_path / "job.json"
+    spec_path.write_text(json.dumps(SPEC))
+    argv = ["run", "--spec", str(spec_path), "--input", "in", "--output", "out"]
+    assert main([*argv, "--master", "spark://127.0.0.1:9"]) == 2
+    assert capsys.readouterr().err == (
+        "scatterkit-spark: Spark did not start: Cannot call methods on a stopped SparkContext. "
+        "(is the master spark://127.0.0.1:9 reachable? --log-level ERROR shows Spark's log)\n"
+    )
+
+
 def test_cli_run_names_an_unreadable_input_in_one_line(spark, tmp_path, capsys):  # noqa: F811
     spec_path = tmp_path / "job.json"
     spec_path.write_text(json.dumps({"row_id": "uid", **SPEC}))
