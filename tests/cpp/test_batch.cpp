@@ -91,6 +91,20 @@ TEST(Batch, BadRowsKeepTheirDataAndReportTheError) {
   EXPECT_EQ(out, (std::vector<int32_t>{10, 2, 3, 4, 5, 6, 7, 8, 9, 1, 1, 1}));
 }
 
+TEST(Batch, MissingShapesAreAValueErrorNotACrash) {
+  const std::vector<int32_t> values = {1, 2, 3, 4};
+  const std::vector<int64_t> offsets = {0, 4}, shape_offsets = {0, 1};
+  scatterkit::RaggedRef data{values.data(), 4, 4, offsets.data(), nullptr, 1, shape_offsets.data()};
+  scatterkit::BatchOp op;
+  op.kind = scatterkit::BatchKind::kSliceScatter;
+  op.dtype = scatterkit::DType::kInt32;
+  op.starts = {0}, op.stops = {1}, op.steps = {1}, op.axes = {0};
+  std::vector<int32_t> out(4);
+  EXPECT_TRUE(sktest::throws_with<scatterkit::ValueError>(
+      [&] { scatterkit::run_batch(op, 1, data, nullptr, data, out.data()); },
+      "data shapes are missing"));
+}
+
 TEST(Batch, TypeErrorsAreLabelled) {
   Ragged<int32_t> data, updates;
   Ragged<int64_t> indices;

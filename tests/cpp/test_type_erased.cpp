@@ -273,5 +273,111 @@ TEST(TypeErased, ReductionOnOpaqueIsATypeError) {
   EXPECT_EQ(out, (std::vector<std::complex<float>>(2)));
 }
 
+// ---- inputs sharing memory with out -------------------------------------------------
+
+TEST(Overlap, UpdatesInsideOutAreReadAsTheyWereBeforeTheCall) {
+  // In place, updates = data[0:2]: copy semantics give data[1:3] = old data[0:2].
+  std::vector<float> a = {0, 1, 2, 3, 4};
+  const std::vector<int64_t> idx = {1, 2};
+  scatterkit::scatter_update<float, int64_t>(cview(a, {5}), cview(idx, {2}), {a.data(), {2}}, 0,
+                                             mview(a, {5}));
+  EXPECT_EQ(a, (std::vector<float>{0, 0, 1, 3, 4}));
+
+  std::vector<float> b = {0, 1, 2, 3, 4};
+  const std::vector<int64_t> cells = {1, 2};
+  scatterkit::scatter_nd_update<float, int64_t>(cview(b, {5}), cview(cells, {2, 1}),
+                                                {b.data(), {2}}, mview(b, {5}));
+  EXPECT_EQ(b, (std::vector<float>{0, 0, 1, 3, 4}));
+
+  std::vector<float> c = {0, 1, 2, 3, 4, 5};
+  scatterkit::slice_scatter<float>(cview(c, {6}), {c.data() + 1, {5}}, 0, 5, 1, 0, mview(c, {6}));
+  EXPECT_EQ(c, (std::vector<float>{1, 2, 3, 4, 5, 5}));
+}
+
+TEST(Overlap, IndicesInsideOutAndOutShiftedFromData) {
+  // int64 data whose first two elements are also the indices, summed in place.
+  std::vector<int64_t> a = {3, 1, 10, 20, 30};
+  scatterkit::scatter_elements_update<int64_t, int64_t>(
+      cview(a, {5}), {a.data(), {2}}, {a.data() + 2, {2}}, 0, mview(a, {5}), Reduction::kSum);
+  EXPECT_EQ(a, (std::vector<int64_t>{3, 21, 10, 30, 30}));
+
+  // out = data + 1 element: the result is the op on data as it was.
+  std::vector<float> buf = {0, 1, 2, 3, 4, 5};
+  const std::vector<int64_t> idx = {0};
+  const std::vector<float> upd = {9};
+  scatterkit::scatter_update(TensorRef{buf.data(), {5}, DType::kFloat32, 4},
+                             iref(idx, {1}, IndexType::kInt64),
+                             TensorRef{upd.data(), {1}, DType::kFloat32, 4}, 0, buf.data() + 1);
+  EXPECT_EQ(buf, (std::vector<float>{0, 9, 1, 2, 3, 4}));
+}
+
+TEST(Overlap, ByteRanges) {
+  char b[8];
+  EXPECT_TRUE(scatterkit::detail::overlaps(b, 4, b + 3, 4));
+  EXPECT_FALSE(scatterkit::detail::overlaps(b, 4, b + 4, 4));
+  EXPECT_FALSE(scatterkit::detail::overlaps(b, 0, b, 4));
+  EXPECT_FALSE(scatterkit::detail::overlaps(nullptr, 4, b, 4));
+}
+
+// ---- element and index types by size and signedness ----------------------------------
+
+TEST(Types, EveryIntegerSpellingHasItsTag) {
+  static_assert(scatterkit::dtype_of<long long>() == DType::kInt64);
+  static_assert(scatterkit::dtype_of<unsigned long long>() == DType::kUInt64);
+  static_assert(scatterkit::dtype_of<signed char>() == DType::kInt8);
+  static_assert(scatterkit::dtype_of<unsigned char>() == DType::kUInt8);
+  static_assert(scatterkit::dtype_of<char>() ==
+                (std::is_signed_v<char> ? DType::kInt8 : DType::kUInt8));
+  static_assert(scatterkit::index_type_of<unsigned long long>() == IndexType::kUInt64);
+  static_assert(scatterkit::index_type_of<long long>() == IndexType::kInt64);
+  static_assert(scatterkit::index_type_of<int>() == IndexType::kInt32);
+
+  std::vector<long long> data = {1, 2, 3}, out(3);
+  const std::vector<long long> idx = {2, 2}, upd = {10, 20};
+  scatterkit::scatter_elements_update<long long, long long>(
+      cview(data, {3}), cview(idx, {2}), cview(upd, {2}), 0, mview(out, {3}), Reduction::kSum);
+  EXPECT_EQ(out, (std::vector<long long>{1, 2, 33}));
+
+  std::vector<float> f(10), fout(10);
+  const std::vector<unsigned long long> huge = {~0ull};
+  const std::vector<float> one = {7};
+  EXPECT_TRUE(sktest::throws_with<scatterkit::IndexError>(
+      [&] {
+        scatterkit::scatter_nd_update<float, unsigned long long>(
+            cview(f, {10}), cview(huge, {1, 1}), cview(one, {1}), mview(fout, {10}));
+      },
+      "index 18446744073709551615 is out of bounds"));
+}
+
+TEST(Types, MutableViewsPassAsConstViews) {
+  std::vector<float> data = {1, 2, 3}, out(3), upd = {9};
+  std::vector<int64_t> idx = {1};
+  scatterkit::TensorView<float> d = mview(data, {3}), u = mview(upd, {1});
+  scatterkit::TensorView<int64_t> i = mview(idx, {1});
+  scatterkit::scatter_update<float, int64_t>(d, i, u, 0, mview(out, {3}));
+  EXPECT_EQ(out, (std::vector<float>{1, 9, 3}));
+}
+
+TEST(Types, UnknownTagsAndAbsurdItemSizesAreTypeErrorsBeforeAnyWrite) {
+  const std::vector<float> data = {0, 1, 2, 3}, upd = {5};
+  const std::vector<int64_t> idx = {1};
+  std::vector<float> out(4, -99);
+  auto call = [&](DType dtype, size_t itemsize, IndexType itype) {
+    return [&, dtype, itemsize, itype] {
+      scatterkit::scatter_nd_update(
+          TensorRef{data.data(), {4}, dtype, itemsize}, IndexRef{idx.data(), {1, 1}, itype},
+          TensorRef{upd.data(), {1}, dtype, itemsize}, out.data(), Reduction::kSum);
+    };
+  };
+  EXPECT_TRUE(sktest::throws_with<scatterkit::TypeError>(
+      call(DType(42), 4, IndexType::kInt64),
+      "scatter_nd_update: data has an unknown dtype tag 42"));
+  EXPECT_TRUE(sktest::throws_with<scatterkit::TypeError>(
+      call(DType::kOpaque, ~size_t(0), IndexType::kInt64), "is too large"));
+  EXPECT_TRUE(sktest::throws_with<scatterkit::TypeError>(
+      call(DType::kFloat32, 4, IndexType(7)), "scatter_nd_update: unknown index type 7"));
+  EXPECT_EQ(out, std::vector<float>(4, -99));
+}
+
 }  // namespace
 }  // namespace test_type_erased

@@ -65,6 +65,8 @@ inline void check_ragged(const char* op, const char* name, const RaggedRef& r, i
   check_offsets(r.shape_offsets, r.shapes_size, "shape offsets");
   if (r.size > 0 && r.values == nullptr)
     throw_value_error(op, std::string(name) + " values are missing");
+  if (r.shapes_size > 0 && r.shapes == nullptr)
+    throw_value_error(op, std::string(name) + " shapes are missing");
 }
 
 // Row r of a ragged tensor; throws ValueError if its shape is not a valid one
@@ -72,7 +74,8 @@ inline void check_ragged(const char* op, const char* name, const RaggedRef& r, i
 inline TensorRef ragged_row(const char* op, const char* name, const RaggedRef& r, int64_t row,
                             DType dtype) {
   TensorRef t;
-  t.shape.assign(r.shapes + r.shape_offsets[row], r.shapes + r.shape_offsets[row + 1]);
+  if (r.shape_offsets[row + 1] > r.shape_offsets[row])  // else rank 0 (shapes may be null)
+    t.shape.assign(r.shapes + r.shape_offsets[row], r.shapes + r.shape_offsets[row + 1]);
   t.dtype = dtype;
   t.itemsize = r.itemsize;
   t.data = static_cast<const char*>(r.values) + r.offsets[row] * int64_t(r.itemsize);

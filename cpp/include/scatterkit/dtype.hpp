@@ -87,24 +87,19 @@ inline DType dtype_from_name(const std::string& name) {
 // Element type of a typed view -> its tag.
 template <class T>
 constexpr DType dtype_of() {
+  // Integers by size and signedness: long long, char and the like are integers too.
+  constexpr bool is_integer = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+  constexpr bool is_signed = std::is_signed_v<T>;
   if constexpr (std::is_same_v<T, bool>)
     return DType::kBool;
-  else if constexpr (std::is_same_v<T, int8_t>)
-    return DType::kInt8;
-  else if constexpr (std::is_same_v<T, int16_t>)
-    return DType::kInt16;
-  else if constexpr (std::is_same_v<T, int32_t>)
-    return DType::kInt32;
-  else if constexpr (std::is_same_v<T, int64_t>)
-    return DType::kInt64;
-  else if constexpr (std::is_same_v<T, uint8_t>)
-    return DType::kUInt8;
-  else if constexpr (std::is_same_v<T, uint16_t>)
-    return DType::kUInt16;
-  else if constexpr (std::is_same_v<T, uint32_t>)
-    return DType::kUInt32;
-  else if constexpr (std::is_same_v<T, uint64_t>)
-    return DType::kUInt64;
+  else if constexpr (is_integer && sizeof(T) == 1)
+    return is_signed ? DType::kInt8 : DType::kUInt8;
+  else if constexpr (is_integer && sizeof(T) == 2)
+    return is_signed ? DType::kInt16 : DType::kUInt16;
+  else if constexpr (is_integer && sizeof(T) == 4)
+    return is_signed ? DType::kInt32 : DType::kUInt32;
+  else if constexpr (is_integer && sizeof(T) == 8)
+    return is_signed ? DType::kInt64 : DType::kUInt64;
   else if constexpr (std::is_same_v<T, float16>)
     return DType::kFloat16;
   else if constexpr (std::is_same_v<T, bfloat16>)
@@ -120,10 +115,11 @@ constexpr DType dtype_of() {
 template <class I>
 constexpr IndexType index_type_of() {
   static_assert(std::is_integral_v<I> && !std::is_same_v<I, bool>, "indices must be integers");
-  if constexpr (std::is_same_v<I, uint64_t>)
-    return IndexType::kUInt64;
-  else if constexpr (sizeof(I) == 8 || std::is_same_v<I, uint32_t>)
-    return IndexType::kInt64;
+  // By size and signedness: unsigned long long is not uint64_t (unsigned long) on Linux.
+  if constexpr (sizeof(I) == 8)
+    return std::is_unsigned_v<I> ? IndexType::kUInt64 : IndexType::kInt64;
+  else if constexpr (sizeof(I) == 4 && std::is_unsigned_v<I>)
+    return IndexType::kInt64;  // widened by the caller
   else
     return IndexType::kInt32;
 }
@@ -190,7 +186,7 @@ decltype(auto) visit_index(IndexType t, F&& f) {
     case IndexType::kInt64: return f(TypeTag<int64_t>{});
     case IndexType::kUInt64: return f(TypeTag<uint64_t>{});
   }
-  throw TypeError("unknown index type");
+  throw TypeError("unknown index type " + std::to_string(int(t)));
 }
 
 }  // namespace detail

@@ -172,12 +172,16 @@ struct MaxOp : PlainAccess<T> {
   }
 };
 
+// GCC's and Clang's 128-bit integers; __extension__ keeps -Wpedantic quiet about them.
+__extension__ typedef __int128 int128_t;
+__extension__ typedef unsigned __int128 uint128_t;
+
 // Exact integer mean: the sum is held wide enough never to overflow.
 template <class T>
 using mean_acc_t = std::conditional_t<
     !is_int_v<T>, compute_t<T>,
     std::conditional_t<(sizeof(T) < 8), int64_t,
-                       std::conditional_t<std::is_signed_v<T>, __int128, unsigned __int128>>>;
+                       std::conditional_t<std::is_signed_v<T>, int128_t, uint128_t>>>;
 
 template <class T>
 struct MeanOp {

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "scatterkit/dtype.hpp"
 #include "scatterkit/reduction.hpp"
@@ -46,6 +48,12 @@ inline const char* op_name(const OpOptions& o, const char* fallback) {
 }
 
 inline void check_element(const char* op, const char* name, const TensorRef& t) {
+  if (int(t.dtype) < 0 || int(t.dtype) > int(DType::kOpaque))
+    throw_type_error(
+        op, std::string(name) + " has an unknown dtype tag " + std::to_string(int(t.dtype)));
+  if (t.itemsize > size_t(1) << 32)  // larger than any element type NumPy can describe
+    throw_type_error(
+        op, std::string(name) + " item size " + std::to_string(t.itemsize) + " is too large");
   const size_t want = dtype_size(t.dtype);
   if (t.itemsize == 0 || (want != 0 && t.itemsize != want))
     throw_type_error(op, std::string(name) + " item size " + std::to_string(t.itemsize) +
@@ -70,12 +78,54 @@ inline void check_tensor(const char* op, const char* name, const void* ptr, cons
 // The checks every indexed scatter starts with: buffers, element types.
 inline void check_scatter_inputs(const char* op, const TensorRef& data, const IndexRef& indices,
                                  const TensorRef& updates) {
+  check_same_element(op, data, updates);
+  if (int(indices.type) < 0 || int(indices.type) > int(IndexType::kUInt64))
+    throw_type_error(op, "unknown index type " + std::to_string(int(indices.type)));
   check_tensor(op, "data", data.data, data.shape, int64_t(data.itemsize));
   check_tensor(op, "indices", indices.data, indices.shape,
                indices.type == IndexType::kInt32 ? 4 : 8);
   check_tensor(op, "updates", updates.data, updates.shape, int64_t(updates.itemsize));
-  check_same_element(op, data, updates);
 }
+
+// Whether the byte ranges [a, a + a_bytes) and [b, b + b_bytes) share a byte.
+inline bool overlaps(const void* a, int64_t a_bytes, const void* b, int64_t b_bytes) {
+  if (a == nullptr || b == nullptr || a_bytes <= 0 || b_bytes <= 0) return false;
+  const auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return x < y + uintptr_t(b_bytes) && y < x + uintptr_t(a_bytes);
+}
+
+// The ops read their inputs while they write `out`: an input sharing memory with out
+// would be read after being overwritten, so it is read from a copy that this holds for
+// the call (NumPy's rule). data *being* out, the in-place update, is read as it is.
+class ApartFromOut {
+ public:
+  ApartFromOut(const TensorRef& data, const void* out)
+      : out_(out), out_bytes_(numel(data.shape) * int64_t(data.itemsize)) {}
+
+  TensorRef data(const TensorRef& d) { return d.data == out_ ? d : input(d); }
+  TensorRef input(const TensorRef& t) {
+    TensorRef apart = t;
+    apart.data = read_from(t.data, numel(t.shape) * int64_t(t.itemsize));
+    return apart;
+  }
+  IndexRef indices(const IndexRef& i) {
+    IndexRef apart = i;
+    apart.data = read_from(i.data, numel(i.shape) * (i.type == IndexType::kInt32 ? 4 : 8));
+    return apart;
+  }
+
+ private:
+  const void* read_from(const void* p, int64_t bytes) {
+    if (!overlaps(p, bytes, out_, out_bytes_)) return p;
+    const auto* begin = static_cast<const unsigned char*>(p);
+    copies_.emplace_back(begin, begin + bytes);  // a vector's buffer survives moves
+    return copies_.back().data();
+  }
+
+  const void* out_;
+  int64_t out_bytes_;
+  std::vector<std::vector<unsigned char>> copies_;
+};
 
 // The reduction is one the op version has (`allowed`, listed in the message)
 // and one the element type supports.

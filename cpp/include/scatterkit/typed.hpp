@@ -27,6 +27,13 @@ template <class T>
 struct TensorView {
   T* data = nullptr;
   Shape shape;
+
+  // A view of mutable elements is also a view of const ones.
+  template <class U, class = std::enable_if_t<std::is_same_v<const U, const T> &&
+                                              !std::is_const_v<T> && std::is_const_v<U>>>
+  operator TensorView<U>() const {
+    return {data, shape};
+  }
 };
 
 namespace detail {
@@ -53,7 +60,8 @@ void check_out(const char* op, const TensorView<const T>& data, const TensorView
 
 }  // namespace detail
 
-// ScatterUpdate-3. out may alias data (in place).
+// ScatterUpdate-3. out may be data (in place); an input that shares memory with out
+// otherwise is read from a copy (the same holds for every op).
 template <class T, class I>
 void scatter_update(TensorView<const T> data, TensorView<const I> indices,
                     TensorView<const T> updates, int64_t axis, TensorView<T> out,

@@ -793,15 +793,11 @@ void scatter_elements_reduce(const ElementsLayout& l, const I* idx, const T* upd
       copy);
 }
 
-}  // namespace detail
-
-// Type-erased ScatterElementsUpdate (v12 semantics; v3 with
-// options.allow_negative_indices = false and reduction none). `out` has data's
-// shape and type; out == data.data updates in place.
-inline void scatter_elements_update(const TensorRef& data, const IndexRef& indices,
-                                    const TensorRef& updates, int64_t axis, void* out,
-                                    Reduction reduction = Reduction::kNone,
-                                    bool use_init_val = true, const OpOptions& options = {}) {
+// scatter_elements_update with inputs apart from out (data may be out).
+inline void scatter_elements_update_unaliased(const TensorRef& data, const IndexRef& indices,
+                                              const TensorRef& updates, int64_t axis, void* out,
+                                              Reduction reduction, bool use_init_val,
+                                              const OpOptions& options) {
   using namespace detail;
   const char* op = op_name(options, "scatter_elements_update");
   check_scatter_inputs(op, data, indices, updates);
@@ -886,6 +882,24 @@ inline void scatter_elements_update(const TensorRef& data, const IndexRef& indic
       });
     });
   });
+}
+
+}  // namespace detail
+
+// Type-erased ScatterElementsUpdate (v12 semantics; v3 with
+// options.allow_negative_indices = false and reduction none). `out` has data's
+// shape and type; out == data.data updates in place. Inputs that share memory with out otherwise
+// are read from copies.
+inline void scatter_elements_update(const TensorRef& data, const IndexRef& indices,
+                                    const TensorRef& updates, int64_t axis, void* out,
+                                    Reduction reduction = Reduction::kNone,
+                                    bool use_init_val = true, const OpOptions& options = {}) {
+  const char* op = detail::op_name(options, "scatter_elements_update");
+  detail::check_scatter_inputs(op, data, indices, updates);
+  detail::ApartFromOut apart(data, out);
+  detail::scatter_elements_update_unaliased(apart.data(data), apart.indices(indices),
+                                            apart.input(updates), axis, out, reduction,
+                                            use_init_val, options);
 }
 
 }  // namespace scatterkit

@@ -122,14 +122,10 @@ void scatter_nd_in_order(const KI* idx, int64_t tuples, size_t k, const Shape& d
   }
 }
 
-}  // namespace detail
-
-// Type-erased ScatterNDUpdate (v15 semantics; v3 with
-// options.allow_negative_indices = false and reduction none).
-inline void scatter_nd_update(const TensorRef& data, const IndexRef& indices,
-                              const TensorRef& updates, void* out,
-                              Reduction reduction = Reduction::kNone,
-                              const OpOptions& options = {}) {
+// scatter_nd_update with inputs apart from out (data may be out).
+inline void scatter_nd_update_unaliased(const TensorRef& data, const IndexRef& indices,
+                                        const TensorRef& updates, void* out, Reduction reduction,
+                                        const OpOptions& options) {
   using namespace detail;
   const char* op = op_name(options, "scatter_nd_update");
   check_scatter_inputs(op, data, indices, updates);
@@ -208,6 +204,22 @@ inline void scatter_nd_update(const TensorRef& data, const IndexRef& indices,
       });
     });
   });
+}
+
+}  // namespace detail
+
+// Type-erased ScatterNDUpdate (v15 semantics; v3 with
+// options.allow_negative_indices = false and reduction none). Inputs that share memory with out
+// otherwise are read from copies.
+inline void scatter_nd_update(const TensorRef& data, const IndexRef& indices,
+                              const TensorRef& updates, void* out,
+                              Reduction reduction = Reduction::kNone,
+                              const OpOptions& options = {}) {
+  const char* op = detail::op_name(options, "scatter_nd_update");
+  detail::check_scatter_inputs(op, data, indices, updates);
+  detail::ApartFromOut apart(data, out);
+  detail::scatter_nd_update_unaliased(apart.data(data), apart.indices(indices),
+                                      apart.input(updates), out, reduction, options);
 }
 
 }  // namespace scatterkit

@@ -191,13 +191,10 @@ inline void scatter_update_slabs(const char* data, char* out, const char* update
   });
 }
 
-}  // namespace detail
-
-// Type-erased ScatterUpdate-3 (negative indices are errors unless options
-// allow them). `out` has data's shape and type; out == data.data updates in
-// place. Everything is validated before the first write.
-inline void scatter_update(const TensorRef& data, const IndexRef& indices, const TensorRef& updates,
-                           int64_t axis, void* out, const OpOptions& options = {false, nullptr}) {
+// scatter_update with inputs apart from out (data may be out).
+inline void scatter_update_unaliased(const TensorRef& data, const IndexRef& indices,
+                                     const TensorRef& updates, int64_t axis, void* out,
+                                     const OpOptions& options) {
   using namespace detail;
   const char* op = op_name(options, "scatter_update");
   check_scatter_inputs(op, data, indices, updates);
@@ -237,6 +234,21 @@ inline void scatter_update(const TensorRef& data, const IndexRef& indices, const
     scatter_update_slabs(src, dst, upd, winner, outer, targets, n, slab_bytes);
   else
     scatter_update_writers(src, dst, upd, writers, outer, targets, n, slab_bytes);
+}
+
+}  // namespace detail
+
+// Type-erased ScatterUpdate-3 (negative indices are errors unless options
+// allow them). `out` has data's shape and type; out == data.data updates in
+// place. Everything is validated before the first write. Inputs that share memory with out
+// otherwise are read from copies.
+inline void scatter_update(const TensorRef& data, const IndexRef& indices, const TensorRef& updates,
+                           int64_t axis, void* out, const OpOptions& options = {false, nullptr}) {
+  const char* op = detail::op_name(options, "scatter_update");
+  detail::check_scatter_inputs(op, data, indices, updates);
+  detail::ApartFromOut apart(data, out);
+  detail::scatter_update_unaliased(apart.data(data), apart.indices(indices), apart.input(updates),
+                                   axis, out, options);
 }
 
 }  // namespace scatterkit

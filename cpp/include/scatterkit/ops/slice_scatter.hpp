@@ -135,20 +135,18 @@ inline void fused_slice_scatter(const char* data, const char* updates, char* out
   });
 }
 
-}  // namespace detail
-
-// Type-erased SliceScatter. starts/stops/steps/axes have one common length >= 1
-// and name distinct axes. `out` has data's shape and type; out == data.data
-// updates in place.
-inline void slice_scatter(const TensorRef& data, const TensorRef& updates,
-                          const std::vector<int64_t>& starts, const std::vector<int64_t>& stops,
-                          const std::vector<int64_t>& steps, const std::vector<int64_t>& axes,
-                          void* out, const OpOptions& options = {}) {
+// slice_scatter with inputs apart from out (data may be out).
+inline void slice_scatter_unaliased(const TensorRef& data, const TensorRef& updates,
+                                    const std::vector<int64_t>& starts,
+                                    const std::vector<int64_t>& stops,
+                                    const std::vector<int64_t>& steps,
+                                    const std::vector<int64_t>& axes, void* out,
+                                    const OpOptions& options) {
   using namespace detail;
   const char* op = op_name(options, "slice_scatter");
+  check_same_element(op, data, updates);
   check_tensor(op, "data", data.data, data.shape, int64_t(data.itemsize));
   check_tensor(op, "updates", updates.data, updates.shape, int64_t(updates.itemsize));
-  check_same_element(op, data, updates);
   const size_t m = axes.size();
   if (m == 0 || starts.size() != m || stops.size() != m || steps.size() != m)
     throw_value_error(op, "start, stop, step and axis must have the same length >= 1");
@@ -227,6 +225,24 @@ inline void slice_scatter(const TensorRef& data, const TensorRef& updates,
       }
     }
   });
+}
+
+}  // namespace detail
+
+// Type-erased SliceScatter. starts/stops/steps/axes have one common length >= 1
+// and name distinct axes. `out` has data's shape and type; out == data.data
+// updates in place. Inputs that share memory with out otherwise are read from copies.
+inline void slice_scatter(const TensorRef& data, const TensorRef& updates,
+                          const std::vector<int64_t>& starts, const std::vector<int64_t>& stops,
+                          const std::vector<int64_t>& steps, const std::vector<int64_t>& axes,
+                          void* out, const OpOptions& options = {}) {
+  const char* op = detail::op_name(options, "slice_scatter");
+  detail::check_same_element(op, data, updates);
+  detail::check_tensor(op, "data", data.data, data.shape, int64_t(data.itemsize));
+  detail::check_tensor(op, "updates", updates.data, updates.shape, int64_t(updates.itemsize));
+  detail::ApartFromOut apart(data, out);
+  detail::slice_scatter_unaliased(apart.data(data), apart.input(updates), starts, stops, steps,
+                                  axes, out, options);
 }
 
 }  // namespace scatterkit
