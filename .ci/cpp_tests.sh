@@ -56,6 +56,14 @@ fi
 section "Consumer against the install prefix (CMAKE_PREFIX_PATH)"
 build_consumer "$work/consumer-prefix" "$(dirname "$config")" -DCMAKE_PREFIX_PATH="$prefix"
 
+section "Consumer without OpenMP, against a prefix installed without it"
+cmake -S . -B "$work/no-openmp" -G Ninja -DCMAKE_DISABLE_FIND_PACKAGE_OpenMP=ON \
+  -DSCATTERKIT_BUILD_PYTHON=OFF
+cmake --install "$work/no-openmp" --prefix "$work/prefix-no-openmp"
+build_consumer "$work/consumer-no-openmp" \
+  "$(dirname "$(find "$work/prefix-no-openmp" -name scatterkitConfig.cmake | head -n 1)")" \
+  -DCMAKE_PREFIX_PATH="$work/prefix-no-openmp" -DCMAKE_DISABLE_FIND_PACKAGE_OpenMP=ON
+
 section "Consumer against the installed wheel (scatterkit_DIR)"
 if [[ -z "$python" ]]; then
   echo "error: no python found; set PYTHON to the interpreter with scatterkit installed" >&2
