@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -48,8 +49,8 @@ def _quiet_start(settings: Mapping[str, str], log_level: str) -> dict[str, str]:
         conf_dir and os.path.isfile(os.path.join(conf_dir, "log4j2.properties"))
     ):
         return {}
-    config = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
-    ours = f"{_LOG4J_OPTION}file:{config} -Dscatterkit.log.level={log_level}"
+    config = Path(__file__).resolve().with_name("log4j2.properties").as_uri()  # no spaces
+    ours = f"{_LOG4J_OPTION}{config} -Dscatterkit.log.level={log_level}"
     return {_JAVA_OPTIONS_KEY: f"{options} {ours}".strip()}
 
 

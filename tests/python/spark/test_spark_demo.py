@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 import time
+import urllib.parse
+import urllib.request
 import zipfile
 
 import pytest
@@ -59,7 +61,8 @@ def test_quiet_start_yields_to_a_log4j_configuration_of_the_user(tmp_path, monke
     assert ours.startswith("-Dlog4j2.configurationFile=file:") and ours.endswith(
         " -Dscatterkit.log.level=FATAL"
     )
-    assert os.path.isfile(ours.split()[0].split("file:", 1)[1])
+    uri = urllib.parse.urlparse(ours.split()[0].split("=", 1)[1])
+    assert uri.scheme == "file" and os.path.isfile(urllib.request.url2pathname(uri.path))
     assert _quiet_start({key: "-Xss4m"}, "ERROR")[key].startswith("-Xss4m -Dlog4j2.")
     assert _quiet_start({key: "-Dlog4j2.configurationFile=mine.properties"}, "ERROR") == {}
     (tmp_path / "log4j2.properties").write_text("rootLogger.level = info\n")
