@@ -75,7 +75,8 @@ inline int get_num_threads() {
   const detail::ThreadState& s = detail::thread_state();
   if (s.forked_child.load()) return 1;
   const int n = s.num_threads.load();
-  const int64_t cap = int64_t(kMaxThreadsPerProcessor) * std::max(1, omp_get_num_procs());
+  // omp_get_num_procs asks the kernel for the affinity mask (a system call): once.
+  static const int64_t cap = int64_t(kMaxThreadsPerProcessor) * std::max(1, omp_get_num_procs());
   return int(std::min<int64_t>(n > 0 ? n : omp_get_max_threads(), cap));
 #else
   return 1;
