@@ -17,6 +17,7 @@ bench/README.md explains the workloads, the peers' formulations and how to read 
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import importlib.metadata
 import os
@@ -787,8 +788,10 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
+@functools.cache
 def source_revision() -> str:
-    """The commit of the checkout this script is in, '+' if it has uncommitted changes."""
+    """The commit of the checkout this script is in, '+' if it has uncommitted changes
+    (asked once, when the run starts: the run itself writes RESULTS.md and the chart)."""
     try:
         git = ["git", "-C", str(HERE)]
         head = subprocess.run(
@@ -954,6 +957,7 @@ def main(argv: list[str] | None = None) -> int:
         "--peers", default="", help="only these peers, e.g. PyTorch,NumPy (default: all)"
     )
     args = parser.parse_args(argv)
+    source_revision()
     if args.out is None:
         args.out = (
             Path(tempfile.gettempdir()) / "scatterkit-bench" / "RESULTS.md"
