@@ -138,8 +138,8 @@ inline std::vector<std::string> run_batch(const BatchOp& op, int64_t rows, const
   if (op.kind != BatchKind::kSliceScatter) {
     if (indices == nullptr) throw_value_error(name, "indices are missing");
     check_ragged(name, "indices", *indices, rows);
-    const size_t want = op.index_type == IndexType::kInt32 ? 4 : 8;
-    if (indices->itemsize != want) throw_type_error(name, "indices item size does not match");
+    if (int64_t(indices->itemsize) != index_size(op.index_type))
+      throw_type_error(name, "indices item size does not match");
   }
   if (data.size > 0 && out_values == nullptr) throw_value_error(name, "out is missing");
 

@@ -37,6 +37,9 @@ enum class DType {
 // uint64 is validated as unsigned and then read as int64 (valid values < 2^63).
 enum class IndexType { kInt32, kInt64, kUInt64 };
 
+// Bytes per index of the type.
+inline int64_t index_size(IndexType t) { return t == IndexType::kInt32 ? 4 : 8; }
+
 inline const char* dtype_name(DType t) {
   switch (t) {
     case DType::kBool: return "bool";

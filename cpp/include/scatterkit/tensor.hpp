@@ -82,8 +82,7 @@ inline void check_scatter_inputs(const char* op, const TensorRef& data, const In
   if (int(indices.type) < 0 || int(indices.type) > int(IndexType::kUInt64))
     throw_type_error(op, "unknown index type " + std::to_string(int(indices.type)));
   check_tensor(op, "data", data.data, data.shape, int64_t(data.itemsize));
-  check_tensor(op, "indices", indices.data, indices.shape,
-               indices.type == IndexType::kInt32 ? 4 : 8);
+  check_tensor(op, "indices", indices.data, indices.shape, index_size(indices.type));
   check_tensor(op, "updates", updates.data, updates.shape, int64_t(updates.itemsize));
 }
 
@@ -110,7 +109,7 @@ class ApartFromOut {
   }
   IndexRef indices(const IndexRef& i) {
     IndexRef apart = i;
-    apart.data = read_from(i.data, numel(i.shape) * (i.type == IndexType::kInt32 ? 4 : 8));
+    apart.data = read_from(i.data, numel(i.shape) * index_size(i.type));
     return apart;
   }
 

@@ -86,7 +86,7 @@ def _path_bytes(spark: SparkSession, path: str) -> int | None:
         return None
 
 
-def row_error_message(exc: BaseException) -> str | None:
+def job_error_message(exc: BaseException) -> str | None:
     """The message of a `RowError` or `InputTypeError` inside a Spark failure, if that is
     why the job failed."""
     found = re.search(r"(?:RowError|InputTypeError): (.+)", str(exc))
@@ -144,7 +144,7 @@ def run_job(
             else:
                 _run_arrow(spark, source, spec, arrow, on_error, mode, stats)
     except Exception as exc:
-        message = row_error_message(exc)
+        message = job_error_message(exc)
         if message is None:
             raise
         raise JobFailed(message) from None

@@ -159,6 +159,14 @@ def test_arrow_engine_output_matches_the_spark_engine(spark, rng, tmp_path):  # 
     assert not (tmp_path / "a" / "_temporary").exists()
 
 
+def _write_halves(path, first: pa.Table, second: pa.Table) -> None:
+    """part-0.parquet: the first half of `first`'s rows; part-1.parquet: the rest, of `second`."""
+    path.mkdir()
+    half = first.num_rows // 2
+    pq.write_table(first.slice(0, half), path / "part-0.parquet")
+    pq.write_table(second.slice(half), path / "part-1.parquet")
+
+
 def _amount_as(table: pa.Table, value_type: pa.DataType) -> pa.Table:
     at = table.schema.get_field_index("amount")
     return table.set_column(at, "amount", table.column("amount").cast(pa.list_(value_type)))
@@ -167,10 +175,7 @@ def _amount_as(table: pa.Table, value_type: pa.DataType) -> pa.Table:
 def test_a_file_with_a_wider_column_type_fails_the_job_rather_than_rounding(spark, rng, tmp_path):  # noqa: F811
     # Spark takes the float schema from part-0; part-1's doubles would round to float
     _, table = _table(rng)
-    (tmp_path / "in").mkdir()
-    half = table.num_rows // 2
-    pq.write_table(table.slice(0, half), tmp_path / "in" / "part-0.parquet")
-    pq.write_table(_amount_as(table.slice(half), pa.float64()), tmp_path / "in" / "part-1.parquet")
+    _write_halves(tmp_path / "in", table, _amount_as(table, pa.float64()))
     assert spark.read.parquet(str(tmp_path / "in")).schema["amount"].dataType.simpleString() == (
         "array<float>"
     )
@@ -185,11 +190,7 @@ def test_a_file_with_a_wider_column_type_fails_the_job_rather_than_rounding(spar
 
 def test_a_file_with_a_narrower_column_type_is_widened_by_both_engines(spark, rng, tmp_path):  # noqa: F811
     _, table = _table(rng)
-    table = _amount_as(table, pa.float64())
-    (tmp_path / "in").mkdir()
-    half = table.num_rows // 2
-    pq.write_table(table.slice(0, half), tmp_path / "in" / "part-0.parquet")
-    pq.write_table(_amount_as(table.slice(half), pa.float32()), tmp_path / "in" / "part-1.parquet")
+    _write_halves(tmp_path / "in", _amount_as(table, pa.float64()), table)
     _keep_job(spark, tmp_path / "in", tmp_path / "a", engine="arrow")
     _keep_job(spark, tmp_path / "in", tmp_path / "s", engine="spark")
     arrow = spark.read.parquet(str(tmp_path / "a"))

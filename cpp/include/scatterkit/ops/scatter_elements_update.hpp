@@ -793,14 +793,14 @@ void scatter_elements_reduce(const ElementsLayout& l, const I* idx, const T* upd
       copy);
 }
 
-// scatter_elements_update with inputs apart from out (data may be out).
+// scatter_elements_update on inputs the public entry has checked (buffers, element types)
+// and set apart from out (data may be out).
 inline void scatter_elements_update_unaliased(const TensorRef& data, const IndexRef& indices,
                                               const TensorRef& updates, int64_t axis, void* out,
                                               Reduction reduction, bool use_init_val,
                                               const OpOptions& options) {
   using namespace detail;
   const char* op = op_name(options, "scatter_elements_update");
-  check_scatter_inputs(op, data, indices, updates);
   check_reduction(op, reduction, data.dtype,
                   {Reduction::kNone, Reduction::kSum, Reduction::kProd, Reduction::kMin,
                    Reduction::kMax, Reduction::kMean});

@@ -122,13 +122,13 @@ void scatter_nd_in_order(const KI* idx, int64_t tuples, size_t k, const Shape& d
   }
 }
 
-// scatter_nd_update with inputs apart from out (data may be out).
+// scatter_nd_update on inputs the public entry has checked (buffers, element types)
+// and set apart from out (data may be out).
 inline void scatter_nd_update_unaliased(const TensorRef& data, const IndexRef& indices,
                                         const TensorRef& updates, void* out, Reduction reduction,
                                         const OpOptions& options) {
   using namespace detail;
   const char* op = op_name(options, "scatter_nd_update");
-  check_scatter_inputs(op, data, indices, updates);
   check_reduction(op, reduction, data.dtype,
                   {Reduction::kNone, Reduction::kSum, Reduction::kSub, Reduction::kProd,
                    Reduction::kMin, Reduction::kMax});

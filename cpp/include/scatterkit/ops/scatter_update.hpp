@@ -191,13 +191,13 @@ inline void scatter_update_slabs(const char* data, char* out, const char* update
   });
 }
 
-// scatter_update with inputs apart from out (data may be out).
+// scatter_update on inputs the public entry has checked (buffers, element types)
+// and set apart from out (data may be out).
 inline void scatter_update_unaliased(const TensorRef& data, const IndexRef& indices,
                                      const TensorRef& updates, int64_t axis, void* out,
                                      const OpOptions& options) {
   using namespace detail;
   const char* op = op_name(options, "scatter_update");
-  check_scatter_inputs(op, data, indices, updates);
   const int64_t rank = int64_t(data.shape.size());
   axis = normalize_axis(op, axis, rank);
 

@@ -135,7 +135,8 @@ inline void fused_slice_scatter(const char* data, const char* updates, char* out
   });
 }
 
-// slice_scatter with inputs apart from out (data may be out).
+// slice_scatter on inputs the public entry has checked (buffers, element types)
+// and set apart from out (data may be out).
 inline void slice_scatter_unaliased(const TensorRef& data, const TensorRef& updates,
                                     const std::vector<int64_t>& starts,
                                     const std::vector<int64_t>& stops,
@@ -144,9 +145,6 @@ inline void slice_scatter_unaliased(const TensorRef& data, const TensorRef& upda
                                     const OpOptions& options) {
   using namespace detail;
   const char* op = op_name(options, "slice_scatter");
-  check_same_element(op, data, updates);
-  check_tensor(op, "data", data.data, data.shape, int64_t(data.itemsize));
-  check_tensor(op, "updates", updates.data, updates.shape, int64_t(updates.itemsize));
   const size_t m = axes.size();
   if (m == 0 || starts.size() != m || stops.size() != m || steps.size() != m)
     throw_value_error(op, "start, stop, step and axis must have the same length >= 1");
