@@ -140,6 +140,42 @@ TEST(Batch, SliceScatterInPlaceNeedsNoIndices) {
   EXPECT_EQ(data.values, (std::vector<float>{0, -2, 2, 3, -1, 0, 1, -3, 3, 4, -4}));
 }
 
+TEST(Batch, InputsInsideAnotherRowsOutputAreReadAsTheyWere) {
+  // Row 1's updates lie where row 0 writes: they must be read as they were before the call
+  // (NumPy's rule), not after row 0 ran. The batch is small, so its rows run in order.
+  Ragged<int32_t> data;
+  Ragged<int64_t> indices;
+  data.add({1, 2, 3, 4}, {4}).add({5, 6, 7, 8}, {4});
+  indices.add({0, 1}, {2, 1}).add({2, 3}, {2, 1});
+  std::vector<int32_t> out = {10, 20, 30, 40, 0, 0, 0, 0};
+  const std::vector<int64_t> update_offsets = {0, 2, 4}, update_shapes = {2, 2},
+                             update_shape_offsets = {0, 1, 2};
+  const RaggedRef updates{out.data(),
+                          4,
+                          sizeof(int32_t),
+                          update_offsets.data(),
+                          update_shapes.data(),
+                          2,
+                          update_shape_offsets.data()};
+  const RaggedRef idx = indices.ref();
+  const auto errors = scatterkit::run_batch(nd_op(), 2, data.ref(), &idx, updates, out.data());
+  ASSERT_EQ(errors, (std::vector<std::string>{"", ""}));
+  EXPECT_EQ(out, (std::vector<int32_t>{10, 20, 3, 4, 5, 6, 30, 40}));
+}
+
+TEST(Batch, InPlaceRowsStayInPlace) {
+  Ragged<int32_t> data, updates;
+  Ragged<int64_t> indices;
+  data.add({1, 2, 3}, {3}).add({4, 5, 6}, {3});
+  indices.add({2}, {1, 1}).add({0}, {1, 1});
+  updates.add({-1}, {1}).add({-2}, {1});
+  const RaggedRef idx = indices.ref();
+  const auto errors =
+      scatterkit::run_batch(nd_op(), 2, data.ref(), &idx, updates.ref(), data.values.data());
+  ASSERT_EQ(errors, (std::vector<std::string>{"", ""}));
+  EXPECT_EQ(data.values, (std::vector<int32_t>{1, 2, -1, -2, 5, 6}));
+}
+
 TEST(Batch, MalformedBatchesThrow) {
   Ragged<int32_t> data, updates;
   Ragged<int64_t> indices;

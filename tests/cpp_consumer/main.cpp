@@ -23,6 +23,14 @@ int main() {
               SCATTERKIT_PACKAGE_VERSION, sk::get_num_threads());
   check(std::strcmp(SCATTERKIT_VERSION, SCATTERKIT_PACKAGE_VERSION) == 0,
         "header version equals the package config version");
+  char numeric[32];
+  std::snprintf(numeric, sizeof numeric, "%d.%d.%d", SCATTERKIT_VERSION_MAJOR,
+                SCATTERKIT_VERSION_MINOR, SCATTERKIT_VERSION_PATCH);
+  check(std::strcmp(numeric, SCATTERKIT_PACKAGE_VERSION) == 0 &&
+            SCATTERKIT_VERSION_NUMBER == SCATTERKIT_VERSION_MAJOR * 10000 +
+                                             SCATTERKIT_VERSION_MINOR * 100 +
+                                             SCATTERKIT_VERSION_PATCH,
+        "numeric version macros equal the package config version");
 
   // ScatterUpdate-3 on a 1024 x 256 float matrix (1 MiB, threaded when OpenMP
   // is on): rows 3 and 1000 replaced, the rest copied.

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "scatterkit/config.hpp"
 #include "scatterkit/ops/scatter_elements_update.hpp"
 #include "scatterkit/ops/scatter_nd_update.hpp"
 #include "scatterkit/ops/scatter_update.hpp"
@@ -50,6 +51,7 @@ struct BatchOp {
 };
 
 namespace detail {
+inline namespace SCATTERKIT_KERNELS {
 
 inline void check_ragged(const char* op, const char* name, const RaggedRef& r, int64_t rows) {
   auto check_offsets = [&](const int64_t* off, int64_t limit, const char* what) {
@@ -120,7 +122,45 @@ inline std::string describe(const std::exception& e) {
   return std::string("Error: ") + e.what();
 }
 
+// `r` with every buffer that shares memory with out read from a copy (its values kept in
+// place when `values_in_place`).
+inline RaggedRef apart_rows(ApartFromOut& apart, const RaggedRef& r, int64_t rows,
+                            bool values_in_place) {
+  RaggedRef in = r;
+  if (!values_in_place) in.values = apart.read_from(r.values, r.size * int64_t(r.itemsize));
+  in.offsets = apart.read_from(r.offsets, rows + 1);
+  in.shapes = apart.read_from(r.shapes, r.shapes_size);
+  in.shape_offsets = apart.read_from(r.shape_offsets, rows + 1);
+  return in;
+}
+
+// run_batch once the batch is checked and its inputs are apart from out.
+inline std::vector<std::string> run_rows(const BatchOp& op, int64_t rows, const RaggedRef& data,
+                                         const RaggedRef* indices, const RaggedRef& updates,
+                                         char* out) {
+  std::vector<std::string> errors(static_cast<size_t>(rows));
+  const int64_t bytes = (data.size * 2 + updates.size) * int64_t(data.itemsize);
+  parallel_for(rows, bytes, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      try {
+        run_row(op, r, data, indices, updates, out);
+      } catch (const std::exception& e) {
+        errors[size_t(r)] = describe(e);
+        // The kernel wrote nothing; keep the row defined.
+        const int64_t begin = data.offsets[r] * int64_t(data.itemsize);
+        const int64_t length = (data.offsets[r + 1] - data.offsets[r]) * int64_t(data.itemsize);
+        if (out + begin != static_cast<const char*>(data.values) + begin)
+          std::memmove(out + begin, static_cast<const char*>(data.values) + begin, size_t(length));
+      }
+    }
+  });
+  return errors;
+}
+
+}  // namespace SCATTERKIT_KERNELS
 }  // namespace detail
+
+inline namespace SCATTERKIT_KERNELS {
 
 // Applies `op` to every row; returns one message per row ("" when it succeeded).
 // `out_values` has data.size elements. Throws only for a malformed batch
@@ -143,24 +183,16 @@ inline std::vector<std::string> run_batch(const BatchOp& op, int64_t rows, const
   }
   if (data.size > 0 && out_values == nullptr) throw_value_error(name, "out is missing");
 
-  std::vector<std::string> errors(static_cast<size_t>(rows));
-  char* out = static_cast<char*>(out_values);
-  const int64_t bytes = (data.size * 2 + updates.size) * int64_t(data.itemsize);
-  parallel_for(rows, bytes, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      try {
-        run_row(op, r, data, indices, updates, out);
-      } catch (const std::exception& e) {
-        errors[size_t(r)] = describe(e);
-        // The kernel wrote nothing; keep the row defined.
-        const int64_t begin = data.offsets[r] * int64_t(data.itemsize);
-        const int64_t length = (data.offsets[r + 1] - data.offsets[r]) * int64_t(data.itemsize);
-        if (out + begin != static_cast<const char*>(data.values) + begin)
-          std::memmove(out + begin, static_cast<const char*>(data.values) + begin, size_t(length));
-      }
-    }
-  });
-  return errors;
+  // Rows run in parallel, so a row's writes could reach another row's inputs: every input
+  // buffer sharing memory with out is read from a copy made first (data being out, the
+  // in-place batch, excepted: each row reads only its own part).
+  ApartFromOut apart(out_values, data.size * int64_t(data.itemsize));
+  const RaggedRef in_data = apart_rows(apart, data, rows, data.values == out_values);
+  const RaggedRef in_updates = apart_rows(apart, updates, rows, false);
+  RaggedRef in_indices;
+  if (op.kind != BatchKind::kSliceScatter) in_indices = apart_rows(apart, *indices, rows, false);
+  return run_rows(op, rows, in_data, &in_indices, in_updates, static_cast<char*>(out_values));
 }
 
+}  // namespace SCATTERKIT_KERNELS
 }  // namespace scatterkit

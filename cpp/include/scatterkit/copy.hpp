@@ -15,10 +15,12 @@
 #define SCATTERKIT_HAS_STREAMING_STORES 1
 #endif
 
+#include "scatterkit/config.hpp"
 #include "scatterkit/parallel.hpp"
 
 namespace scatterkit {
 namespace detail {
+inline namespace SCATTERKIT_KERNELS {
 
 // Outputs above this size are streamed (about the last-level cache of a small machine).
 constexpr int64_t kStreamingMinBytes = int64_t(8) << 20;
@@ -145,5 +147,6 @@ inline void parallel_copy(void* dst, const void* src, int64_t bytes) {
   });
 }
 
+}  // namespace SCATTERKIT_KERNELS
 }  // namespace detail
 }  // namespace scatterkit

@@ -10,12 +10,14 @@
 #include <type_traits>
 #include <vector>
 
+#include "scatterkit/config.hpp"
 #include "scatterkit/errors.hpp"
 #include "scatterkit/parallel.hpp"
 #include "scatterkit/shape.hpp"
 
 namespace scatterkit {
 namespace detail {
+inline namespace SCATTERKIT_KERNELS {
 
 // uint64 indices are validated as unsigned, then read as int64 by the
 // kernels: every valid value is below 2^63, so the bits are the same.
@@ -99,5 +101,6 @@ void check_indices(const char* op, const I* indices, int64_t count, int64_t stri
   }
 }
 
+}  // namespace SCATTERKIT_KERNELS
 }  // namespace detail
 }  // namespace scatterkit

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <string>
 
+#include "scatterkit/config.hpp"
 #include "scatterkit/errors.hpp"
 
 #ifdef _OPENMP
@@ -31,6 +32,7 @@
 
 namespace scatterkit {
 namespace detail {
+inline namespace SCATTERKIT_KERNELS {
 
 struct ThreadState {
   std::atomic<int> num_threads{0};  // 0: OpenMP's default
@@ -58,7 +60,10 @@ inline void register_fork_handler() {
 // Below this many bytes touched an op stays on one thread.
 constexpr int64_t kMinParallelBytes = int64_t(1) << 20;
 
+}  // namespace SCATTERKIT_KERNELS
 }  // namespace detail
+
+inline namespace SCATTERKIT_KERNELS {
 
 // The most threads a kernel starts per processor OpenMP sees. Memory-bound work
 // gains nothing past one per core; the margin keeps requests such as 7 threads
@@ -88,7 +93,10 @@ inline void set_num_threads(int n) {
   detail::thread_state().num_threads.store(n);
 }
 
+}  // namespace SCATTERKIT_KERNELS
+
 namespace detail {
+inline namespace SCATTERKIT_KERNELS {
 
 // Threads worth using for `items` independent items touching `bytes` bytes.
 inline int threads_for(int64_t items, int64_t bytes) {
@@ -134,5 +142,6 @@ void parallel_for(int64_t n, int64_t bytes, Body&& body) {
 #endif
 }
 
+}  // namespace SCATTERKIT_KERNELS
 }  // namespace detail
 }  // namespace scatterkit

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "scatterkit/dtype.hpp"
@@ -13,6 +14,21 @@
 #include "scatterkit/shape.hpp"
 
 namespace scatterkit {
+
+// A C-contiguous tensor of T: pointer + shape, as the typed entry points (typed.hpp)
+// take them. T may be const for inputs.
+template <class T>
+struct TensorView {
+  T* data = nullptr;
+  Shape shape;
+
+  // A view of mutable elements is also a view of const ones.
+  template <class U, class = std::enable_if_t<std::is_same_v<const U, const T> &&
+                                              !std::is_const_v<T> && std::is_const_v<U>>>
+  operator TensorView<U>() const {
+    return {data, shape};
+  }
+};
 
 // A read-only tensor: pointer, shape, element tag and byte width.
 struct TensorRef {
@@ -98,8 +114,9 @@ inline bool overlaps(const void* a, int64_t a_bytes, const void* b, int64_t b_by
 // the call (NumPy's rule). data *being* out, the in-place update, is read as it is.
 class ApartFromOut {
  public:
+  ApartFromOut(const void* out, int64_t out_bytes) : out_(out), out_bytes_(out_bytes) {}
   ApartFromOut(const TensorRef& data, const void* out)
-      : out_(out), out_bytes_(numel(data.shape) * int64_t(data.itemsize)) {}
+      : ApartFromOut(out, numel(data.shape) * int64_t(data.itemsize)) {}
 
   TensorRef data(const TensorRef& d) { return d.data == out_ ? d : input(d); }
   TensorRef input(const TensorRef& t) {
@@ -113,14 +130,21 @@ class ApartFromOut {
     return apart;
   }
 
- private:
+  // p itself when [p, p + bytes) does not share memory with out, else a copy (aligned as
+  // operator new aligns, enough for every element type).
   const void* read_from(const void* p, int64_t bytes) {
     if (!overlaps(p, bytes, out_, out_bytes_)) return p;
     const auto* begin = static_cast<const unsigned char*>(p);
     copies_.emplace_back(begin, begin + bytes);  // a vector's buffer survives moves
     return copies_.back().data();
   }
+  template <class T>
+  const T* read_from(const T* p, int64_t count) {
+    return static_cast<const T*>(
+        read_from(static_cast<const void*>(p), count * int64_t(sizeof(T))));
+  }
 
+ private:
   const void* out_;
   int64_t out_bytes_;
   std::vector<std::vector<unsigned char>> copies_;

@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "scatterkit/config.hpp"
 #include "scatterkit/dtype.hpp"
 #include "scatterkit/ops/scatter_elements_update.hpp"
 #include "scatterkit/ops/scatter_nd_update.hpp"
@@ -21,20 +22,6 @@
 #include "scatterkit/tensor.hpp"
 
 namespace scatterkit {
-
-// A C-contiguous tensor: pointer + shape. T may be const for inputs.
-template <class T>
-struct TensorView {
-  T* data = nullptr;
-  Shape shape;
-
-  // A view of mutable elements is also a view of const ones.
-  template <class U, class = std::enable_if_t<std::is_same_v<const U, const T> &&
-                                              !std::is_const_v<T> && std::is_const_v<U>>>
-  operator TensorView<U>() const {
-    return {data, shape};
-  }
-};
 
 namespace detail {
 
@@ -59,6 +46,8 @@ void check_out(const char* op, const TensorView<const T>& data, const TensorView
 }
 
 }  // namespace detail
+
+inline namespace SCATTERKIT_KERNELS {
 
 // ScatterUpdate-3. out may be data (in place); an input that shares memory with out
 // otherwise is read from a copy (the same holds for every op).
@@ -113,4 +102,5 @@ void slice_scatter(TensorView<const T> data, TensorView<const T> updates,
                 out.data);
 }
 
+}  // namespace SCATTERKIT_KERNELS
 }  // namespace scatterkit

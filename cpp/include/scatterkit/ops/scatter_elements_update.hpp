@@ -23,6 +23,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "scatterkit/config.hpp"
 #include "scatterkit/copy.hpp"
 #include "scatterkit/index.hpp"
 #include "scatterkit/parallel.hpp"
@@ -32,6 +33,7 @@
 
 namespace scatterkit {
 namespace detail {
+inline namespace SCATTERKIT_KERNELS {
 
 // Where the positions of indices land in data (offsets in elements).
 struct ElementsLayout {
@@ -884,7 +886,10 @@ inline void scatter_elements_update_unaliased(const TensorRef& data, const Index
   });
 }
 
+}  // namespace SCATTERKIT_KERNELS
 }  // namespace detail
+
+inline namespace SCATTERKIT_KERNELS {
 
 // Type-erased ScatterElementsUpdate (v12 semantics; v3 with
 // options.allow_negative_indices = false and reduction none). `out` has data's
@@ -902,4 +907,5 @@ inline void scatter_elements_update(const TensorRef& data, const IndexRef& indic
                                             use_init_val, options);
 }
 
+}  // namespace SCATTERKIT_KERNELS
 }  // namespace scatterkit

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "scatterkit/config.hpp"
 #include "scatterkit/copy.hpp"
 #include "scatterkit/index.hpp"
 #include "scatterkit/parallel.hpp"
@@ -25,6 +26,7 @@
 
 namespace scatterkit {
 namespace detail {
+inline namespace SCATTERKIT_KERNELS {
 
 // Updates grouped by target slab: order[group_begin[g] .. group_begin[g+1]) are
 // the tuple numbers hitting slab target[g], ascending.
@@ -206,7 +208,10 @@ inline void scatter_nd_update_unaliased(const TensorRef& data, const IndexRef& i
   });
 }
 
+}  // namespace SCATTERKIT_KERNELS
 }  // namespace detail
+
+inline namespace SCATTERKIT_KERNELS {
 
 // Type-erased ScatterNDUpdate (v15 semantics; v3 with
 // options.allow_negative_indices = false and reduction none). Inputs that share memory with out
@@ -222,4 +227,5 @@ inline void scatter_nd_update(const TensorRef& data, const IndexRef& indices,
                                       apart.input(updates), out, reduction, options);
 }
 
+}  // namespace SCATTERKIT_KERNELS
 }  // namespace scatterkit

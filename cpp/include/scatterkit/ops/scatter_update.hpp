@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "scatterkit/config.hpp"
 #include "scatterkit/copy.hpp"
 #include "scatterkit/dtype.hpp"
 #include "scatterkit/index.hpp"
@@ -26,6 +27,7 @@
 
 namespace scatterkit {
 namespace detail {
+inline namespace SCATTERKIT_KERNELS {
 
 // winner[t] = last position j with indices[j] == t, or -1.
 template <class I>
@@ -236,7 +238,10 @@ inline void scatter_update_unaliased(const TensorRef& data, const IndexRef& indi
     scatter_update_writers(src, dst, upd, writers, outer, targets, n, slab_bytes);
 }
 
+}  // namespace SCATTERKIT_KERNELS
 }  // namespace detail
+
+inline namespace SCATTERKIT_KERNELS {
 
 // Type-erased ScatterUpdate-3 (negative indices are errors unless options
 // allow them). `out` has data's shape and type; out == data.data updates in
@@ -251,4 +256,5 @@ inline void scatter_update(const TensorRef& data, const IndexRef& indices, const
                                    axis, out, options);
 }
 
+}  // namespace SCATTERKIT_KERNELS
 }  // namespace scatterkit

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <vector>
 
+#include "scatterkit/config.hpp"
 #include "scatterkit/copy.hpp"
 #include "scatterkit/parallel.hpp"
 #include "scatterkit/prefetch.hpp"
@@ -55,6 +56,7 @@ inline SliceAxis clamp_slice(int64_t start, int64_t stop, int64_t step, int64_t 
 }
 
 namespace detail {
+inline namespace SCATTERKIT_KERNELS {
 
 // Below this block size the fused pass decides too often per byte; copy then scatter instead.
 constexpr int64_t kMinFusedBlockBytes = 64;
@@ -225,7 +227,10 @@ inline void slice_scatter_unaliased(const TensorRef& data, const TensorRef& upda
   });
 }
 
+}  // namespace SCATTERKIT_KERNELS
 }  // namespace detail
+
+inline namespace SCATTERKIT_KERNELS {
 
 // Type-erased SliceScatter. starts/stops/steps/axes have one common length >= 1
 // and name distinct axes. `out` has data's shape and type; out == data.data
@@ -243,4 +248,5 @@ inline void slice_scatter(const TensorRef& data, const TensorRef& updates,
                                   axes, out, options);
 }
 
+}  // namespace SCATTERKIT_KERNELS
 }  // namespace scatterkit
