@@ -70,7 +70,9 @@ class Ragged:
         )
         return self.values[self.offsets[r] : self.offsets[r + 1]].reshape(shape)
 
-    def _parts(self, values: np.ndarray, op: str) -> tuple[np.ndarray, ...]:
+    def _parts(
+        self, values: np.ndarray, op: str
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         def int64(a: Any, name: str) -> np.ndarray:
             arr = np.asarray(a)
             if arr.dtype.kind not in "iu" and not (arr.size == 0 and arr.dtype.kind == "f"):
@@ -144,7 +146,10 @@ def run_batch(
         if indices is None:
             raise ValueError(f"{name}: indices are required")
         idx_parts = indices._parts(as_indices(indices.values, name), name)
-    starts = stops = steps = axes = []
+    starts: list[int] = []
+    stops: list[int] = []
+    steps: list[int] = []
+    axes: list[int] = []
     ax = 0
     if kind == "slice_scatter":
         starts, stops, steps, axes = slice_params(start, stop, step, axis, name)

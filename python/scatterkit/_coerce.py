@@ -93,6 +93,7 @@ def as_indices(indices: Any, op: str) -> np.ndarray:
     kind, size = arr.dtype.kind, arr.dtype.itemsize
     if kind not in "iu":
         raise TypeError(f"{op}: indices must be an integer array, got dtype {arr.dtype}")
+    target: type[np.integer[Any]]
     if kind == "i":
         target = np.int32 if size <= 4 else np.int64
     else:

@@ -67,7 +67,8 @@ def read_input(
         return constant_rows(rows, c.shape, numpy_dtype(c.dtype), c.fill)
     if source.column is not None:
         return read_tensor(columns[source.column], what)
-    return read_split(columns[source.values], columns[source.shape], what)
+    values, shape = source.split_columns()
+    return read_split(columns[values], columns[shape], what)
 
 
 def _empty_input(dtype: np.dtype) -> TensorRows:

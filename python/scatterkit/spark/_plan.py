@@ -49,8 +49,9 @@ def _input_element(source: TensorInput, schema: dict[str, T.DataType], where: st
             raise SpecError(f"{where}: no column {column!r}; the columns are {sorted(schema)}")
     if source.column is not None:
         return tensor_element(schema[source.column], f"{where} (column {source.column!r})")
-    _check_shape(schema[source.shape], f"{where} (column {source.shape!r})")
-    return _element_of_array(schema[source.values], f"{where} (column {source.values!r})")
+    values, shape = source.split_columns()
+    _check_shape(schema[shape], f"{where} (column {shape!r})")
+    return _element_of_array(schema[values], f"{where} (column {values!r})")
 
 
 def _dry_run(step: Step, elements: dict[str, str], where: str) -> None:

@@ -156,6 +156,7 @@ def run_job(
         columns = [F.col(f"`{s.error_column}`") for s in spec.steps]
         any_error = F.coalesce(*columns) if len(columns) > 1 else columns[0]
         counts = written.select(*[F.count(c) for c in columns], F.count(any_error)).first()
+        assert counts is not None  # an aggregate has one row
         errors = {s.output: int(n) for s, n in zip(spec.steps, counts)}
         error_rows = int(counts[-1])
     got: dict[str, Any] = stats.value
@@ -177,10 +178,17 @@ def run_job(
     )
 
 
+def _jvm(spark: SparkSession) -> Any:
+    """The driver's py4j view of the JVM (None only on a stopped or remote session)."""
+    jvm = spark.sparkContext._jvm
+    if jvm is None:
+        raise RuntimeError("the Spark session has no JVM (stopped, or a Spark Connect session)")
+    return jvm
+
+
 def _hadoop_path(spark: SparkSession, path: str) -> tuple[Any, Any]:
     """`path`'s Hadoop file system and its fully qualified Path (scheme, authority)."""
-    jvm = spark.sparkContext._jvm
-    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+    hadoop_path = _jvm(spark).org.apache.hadoop.fs.Path(path)
     fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
     return fs, fs.makeQualified(hadoop_path)
 
@@ -207,7 +215,7 @@ def _run_spark(
     existed = fs.exists(output)
     if existed and mode != "overwrite":
         raise FileExistsError(f"output {output_path!r} already exists")
-    staging = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(
+    staging = _jvm(spark).org.apache.hadoop.fs.Path(
         output.getParent(), f".{output.getName()}.scatterkit-{uuid.uuid4().hex[:12]}"
     )
     try:

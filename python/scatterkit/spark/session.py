@@ -96,7 +96,7 @@ def build_session(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
     sc = spark.sparkContext
-    if sc.master.startswith("local"):
+    if (sc.master or "").startswith("local"):
         if archive is not None:
             # Local mode unpacks archives under SparkFiles' root, not in the workers' directory.
             from pyspark import SparkFiles

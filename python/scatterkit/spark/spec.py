@@ -82,7 +82,7 @@ def check_constant(shape: Any, fill: Any, dtype: str) -> Constant:
     """
     if isinstance(shape, (str, bytes)) or not isinstance(shape, (Sequence, np.ndarray)):
         raise ValueError(f"'shape' must be a list of non-negative integers, got {shape!r}")
-    if not all(isinstance(d, numbers.Integral) and not _is_bool(d) and d >= 0 for d in shape):
+    if not all(isinstance(d, numbers.Integral) and not _is_bool(d) and int(d) >= 0 for d in shape):
         raise ValueError(f"'shape' must be a list of non-negative integers, got {list(shape)}")
     name = element_type(dtype)
     return Constant(tuple(int(d) for d in shape), name, _fill_value(fill, name))
@@ -114,11 +114,13 @@ def _fill_value(fill: Any, dtype: str) -> bool | int | float:
                 f"'fill' {fill!r} is not an integer; dtype {dtype} holds integers only"
             )
         info = np.iinfo(kind)
-        if not info.min <= int(fill) <= info.max:
+        # Exact: an integer as it is, an integral float through the float it is.
+        whole = int(fill) if isinstance(fill, numbers.Integral) else int(float(fill))
+        if not info.min <= whole <= info.max:
             raise ValueError(
                 f"'fill' {fill!r} is out of range for {dtype} ({info.min} to {info.max})"
             )
-        return int(fill)
+        return whole
     # Rounding to the nearest float is what a float tensor means; overflowing to inf is not.
     try:
         value = float(fill)
@@ -146,6 +148,12 @@ class TensorInput:
     def columns(self) -> tuple[str, ...]:
         """The input columns this tensor is read from."""
         return tuple(c for c in (self.column, self.values, self.shape) if c)
+
+    def split_columns(self) -> tuple[str, str]:
+        """The (values, shape) columns of a tensor read from two columns."""
+        if self.values is None or self.shape is None:
+            raise SpecError(f"{self.describe()} is not read from a values and a shape column")
+        return self.values, self.shape
 
     def describe(self) -> str:
         if self.constant is not None:
