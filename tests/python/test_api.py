@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -301,6 +302,15 @@ def test_updates_ndarray_same_kind_cast():
     assert out.tolist() == [3.0, 0.0]
     out = sk.scatter_update(np.zeros(2, np.float16), np.array([0]), np.array([0.1]), 0)
     assert out[0] == np.float16(0.1)
+
+
+def test_updates_ndarray_cast_that_overflows_gives_inf_without_a_warning():
+    # float64 into float32 is same_kind: NumPy's cast, 1e300 becomes inf; the cast is the
+    # documented behaviour, so NumPy's "overflow encountered in cast" warning is not raised.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = sk.scatter_update(np.zeros(2, np.float32), [0], np.array([1e300]), 0)
+    assert out.tolist() == [np.inf, 0.0]
 
 
 def test_data_indices_updates_as_python_lists():

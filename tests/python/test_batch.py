@@ -202,3 +202,48 @@ def test_batch_values_outside_every_row_keep_data():
     out, errors = run_batch("ScatterElementsUpdate-12", data, updates, indices)
     assert errors == [None]
     assert out.tolist() == [7.0, 1, 5, 8, 9]
+
+
+@pytest.mark.parametrize(
+    ("op", "indices"),
+    [
+        ("ScatterUpdate-3", [np.array([-1]), np.array([1])]),
+        ("ScatterNDUpdate-3", [np.array([[-1]]), np.array([[1]])]),
+        ("ScatterElementsUpdate-3", [np.array([[-1, 0]]), np.array([[1, 0]])]),
+    ],
+)
+def test_batch_v3_rows_reject_negative_indices(op, indices):
+    # The -3 versions refuse negative indices row by row, as get_op's callables do.
+    datas = [np.zeros((2, 2)), np.zeros((2, 2))]
+    updates = [np.ones((1, 2))] * 2
+    args = (Ragged.from_arrays(datas), Ragged.from_arrays(updates), Ragged.from_arrays(indices))
+    kwargs = {} if op == "ScatterNDUpdate-3" else {"axis": 0}
+    out, errors = run_batch(op, *args, **kwargs)
+    assert errors[0].startswith("IndexError:") and "negative" in errors[0]
+    assert errors[1] is None
+    rows = np.split(out, 2)
+    assert not rows[0].any()
+    want = sk.get_op(op)(datas[1], indices[1], updates[1], **kwargs)
+    assert np.array_equal(rows[1], want.ravel())
+
+
+def test_batch_offsets_beyond_int64_are_a_value_error():
+    good = Ragged.from_arrays([np.arange(4.0)])
+    huge = np.array([0, 2**63], np.uint64)
+    bad = Ragged(good.values, huge, good.shapes, good.shape_offsets)
+    with pytest.raises(ValueError, match="Ragged offsets hold a value beyond int64"):
+        run_batch("ScatterElementsUpdate-12", bad, good, Ragged.from_arrays([np.array([0])]))
+
+
+@pytest.mark.parametrize("flag", [1, "yes", None])
+def test_batch_use_init_val_must_be_a_bool(flag):
+    data = Ragged.from_arrays([np.zeros(2)])
+    with pytest.raises(TypeError, match="use_init_val"):
+        run_batch(
+            "ScatterElementsUpdate-12",
+            data,
+            Ragged.from_arrays([np.ones(1)]),
+            Ragged.from_arrays([np.array([0])]),
+            reduction="sum",
+            use_init_val=flag,
+        )

@@ -908,6 +908,33 @@ CASES["scatter_elements-indices-list-past-uint64"] = Case(
     IndexError,
     "index 18446744073709551616 is out of bounds",
 )
+CASES["scatter_update-indices-list-below-int64"] = Case(
+    _f32(3),
+    lambda d, out: sk.scatter_update(d, [0, -(2**64)], [1.0, 2.0], 0, out=out),
+    IndexError,
+    r"index -18446744073709551616 is out of bounds \(indices must fit in int64\)",
+)
+CASES["scatter_update-float-list-past-float32"] = Case(
+    _f32(3),
+    lambda d, out: sk.scatter_update(d, [0], [1e300], 0, out=out),
+    ValueError,
+    "scatter_update: updates value out of range for dtype float32",
+)
+CASES["slice_scatter-nested-start"] = Case(
+    _f32(2, 5),
+    lambda d, out: sk.slice_scatter(d, np.ones((2, 5), np.float32), [[0]], [5], [1], [1], out=out),
+    ValueError,
+    "slice_scatter: start must be a scalar or a 1-D sequence",
+)
+for _name, _empty in {"lists": lambda: [], "ranges": lambda: range(0)}.items():
+    CASES[f"slice_scatter-empty-{_name}"] = Case(
+        _f32(2, 5),
+        lambda d, out, e=_empty: sk.slice_scatter(
+            d, np.ones((2, 5), np.float32), e(), e(), e(), e(), out=out
+        ),
+        ValueError,
+        r"scalars or sequences of the same length >= 1, got lengths \[0, 0, 0, 0\]",
+    )
 CASES["scatter_update-string-list-longer-than-dtype"] = Case(
     lambda: np.array(["ab", "cd"]),
     lambda d, out: sk.scatter_update(d, [0], ["xyz"], 0, out=out),
@@ -933,7 +960,10 @@ OBJECT_OPS = {
 }
 for _name, _call in OBJECT_OPS.items():
     CASES[f"{_name}-object-data"] = Case(
-        lambda: np.array([1, "a", None], object), _call, TypeError, "object"
+        lambda: np.array([1, "a", None], object),
+        _call,
+        TypeError,
+        "data of dtype object holds Python objects",
     )
 
 
@@ -1077,6 +1107,14 @@ def test_v3_callable_rejects_reduction_kwargs(name, kwargs):
     assert not data.any()
     # and the same call without the keyword works
     assert op(*args)[1] == 1
+
+
+@pytest.mark.parametrize("n", [True, np.True_, 2.0, "2"])
+def test_set_num_threads_takes_integers_only(n):
+    before = sk.get_num_threads()
+    with pytest.raises(TypeError, match="set_num_threads: n must be an integer"):
+        sk.set_num_threads(n)
+    assert sk.get_num_threads() == before
 
 
 @pytest.mark.parametrize("n", [0, -1, -(2**40)])
