@@ -233,3 +233,20 @@ def test_histogram_v3_rejects_negative_index():
     with pytest.raises(IndexError, match="negative indices are not allowed"):
         se3(data, idx, np.ones(1000, np.float32), 0, out=data)
     assert not data.any()
+
+
+@pytest.mark.parametrize("dtype", [np.float16, BFLOAT16, np.float32, np.float64])
+@pytest.mark.parametrize(("reduction", "extreme"), [("min", np.inf), ("max", -np.inf)])
+@pytest.mark.parametrize("shape", [(4,), (1000,)], ids=["few lines", "histogram"])
+def test_min_max_without_init_start_from_infinity(dtype, reduction, extreme, shape):
+    # use_init_val=False starts a targeted float element at the reduction's identity, which is
+    # an infinity, not the type's largest finite value: updates that are all that infinity
+    # leave it there.
+    data = np.full(shape, 5, dtype)
+    idx = np.arange(100_000) % 3
+    upd = np.full(idx.shape, extreme, dtype)
+    for threads in (1, 2):
+        sk.set_num_threads(threads)
+        out = sk.scatter_elements_update(data, idx, upd, 0, reduction=reduction, use_init_val=False)
+        assert out[:3].astype(np.float64).tolist() == [extreme] * 3
+        assert (out[3:] == 5).all()
