@@ -114,12 +114,16 @@ def _check_python_int_indices(indices: Any, op: str) -> None:
 
 
 def _check_strings_fit(updates: Any, converted: np.ndarray, op: str) -> None:
-    """NumPy cuts a string short to fit a fixed-width dtype; for Python values that
-    is a value out of the dtype's range, an error like 300 into uint8."""
-    natural = np.asarray(updates)
-    if natural.dtype.kind == converted.dtype.kind and not np.array_equal(natural, converted):
-        longest = max(natural.reshape(-1).tolist(), key=len)
-        raise ValueError(f"{op}: updates value {longest!r} does not fit in dtype {converted.dtype}")
+    """NumPy cuts a value's text short to fit a fixed-width string dtype ('abcd' into S3
+    gives b'abc', None gives b'Non'); for Python values that is a value out of the dtype's
+    range, an error like 300 into uint8. Trailing NULs are not kept by these dtypes."""
+    width = converted.dtype.itemsize // (4 if converted.dtype.kind == "U" else 1)
+    for value in np.asarray(updates, dtype=object).reshape(-1):
+        text = value if isinstance(value, (str, bytes)) else str(value)
+        if len(text.rstrip(b"\0" if isinstance(text, bytes) else "\0")) > width:
+            raise ValueError(
+                f"{op}: updates value {value!r} does not fit in dtype {converted.dtype}"
+            )
 
 
 def as_updates(updates: Any, dtype: np.dtype, op: str) -> np.ndarray:

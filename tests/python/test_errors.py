@@ -942,6 +942,19 @@ CASES["scatter_update-string-list-longer-than-dtype"] = Case(
     "scatter_update: updates value 'xyz' does not fit in dtype <U2",
 )
 
+CASES["scatter_update-str-list-longer-than-bytes-dtype"] = Case(
+    lambda: np.array([b"ab", b"cd"]),
+    lambda d, out: sk.scatter_update(d, [0, 1], ["abc", "x"], 0, out=out),
+    ValueError,
+    "scatter_update: updates value 'abc' does not fit in dtype |S2",
+)
+CASES["scatter_update-none-text-longer-than-bytes-dtype"] = Case(
+    lambda: np.array([b"abc", b"def"]),
+    lambda d, out: sk.scatter_update(d, [0, 1], [1, None], 0, out=out),
+    ValueError,
+    "scatter_update: updates value None does not fit in dtype |S3",
+)
+
 CASES["scatter_nd-0d-data"] = Case(
     lambda: np.array(3.0, np.float32),
     lambda d, out: sk.scatter_nd_update(d, np.zeros((1, 0), np.int64), np.float32(1), out=out),
