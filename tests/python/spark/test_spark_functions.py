@@ -95,6 +95,23 @@ def test_fail_names_the_row_by_row_id(frame):
         df.select(skf.scatter_update("grid", "rows", "slabs", 0, row_id="id")).collect()
 
 
+def test_fail_names_the_first_bad_row_of_a_batch(spark, tmp_path):  # noqa: F811
+    # Rows 1 and 3 are bad and arrive in one Arrow batch: the error names row 1.
+    rows = [np.array([0]), np.array([7]), np.array([1]), np.array([8])]
+    table = pa.table(
+        {
+            "id": pa.array([10, 11, 12, 13], pa.int64()),
+            "grid": tensor_column([np.zeros((2, 3), np.float32)] * 4, np.float32),
+            "rows": list_array(rows, np.int64),
+            "slabs": tensor_column([np.ones((1, 3), np.float32)] * 4, np.float32),
+        }
+    )
+    df = spark.read.parquet(str(write_parquet(tmp_path / "in", table, files=1)))
+    with pytest.raises(Exception, match=r"failed for row_id=11: IndexError") as caught:
+        df.select(skf.scatter_update("grid", "rows", "slabs", 0, row_id="id")).collect()
+    assert "row_id=13" not in str(caught.value)
+
+
 def test_full_builds_constant_tensors_for_aggregations(frame):
     cols, df = frame
     hist = skf.scatter_elements_update(

@@ -85,6 +85,8 @@ def test_spec_round_trips_through_json():
             "unsupported tensor element type",
         ),
         ({"steps": [STEP, STEP]}, "written twice"),
+        # a step's output may not take the name of another step's error column
+        ({"steps": [STEP, {**STEP, "output": f"{STEP['output']}_error"}]}, "written twice"),
         ({"steps": [STEP], "extra": 1}, "unknown key"),
     ],
 )
@@ -146,6 +148,8 @@ def test_check_constant_takes_numpy_shapes_and_values():
     )
     with pytest.raises(ValueError, match="non-negative integers, got \\[2, -1\\]"):
         check_constant([2, -1], 0, "float")
+    # a zero extent is an empty tensor, not an error
+    assert check_constant([0, 3], 0, "float") == Constant((0, 3), "float", 0)
 
 
 def test_load_names_the_file_for_bad_encoding_and_bad_json(tmp_path):
