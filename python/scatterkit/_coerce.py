@@ -120,7 +120,8 @@ def _check_strings_fit(updates: Any, converted: np.ndarray, op: str) -> None:
     width = converted.dtype.itemsize // (4 if converted.dtype.kind == "U" else 1)
     for value in np.asarray(updates, dtype=object).reshape(-1):
         text = value if isinstance(value, (str, bytes)) else str(value)
-        if len(text.rstrip(b"\0" if isinstance(text, bytes) else "\0")) > width:
+        kept = text.rstrip(b"\0") if isinstance(text, bytes) else text.rstrip("\0")
+        if len(kept) > width:
             raise ValueError(
                 f"{op}: updates value {value!r} does not fit in dtype {converted.dtype}"
             )
