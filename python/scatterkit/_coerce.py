@@ -113,11 +113,19 @@ def _check_python_int_indices(indices: Any, op: str) -> None:
             raise IndexError(f"{op}: index {value} is out of bounds (indices must fit in int64)")
 
 
+def _text_width(dtype: np.dtype) -> int:
+    """Characters (bytes for S) a string dtype holds."""
+    return dtype.itemsize // (4 if dtype.kind == "U" else 1)
+
+
 def _check_strings_fit(updates: Any, converted: np.ndarray, op: str) -> None:
     """NumPy cuts a value's text short to fit a fixed-width string dtype ('abcd' into S3
     gives b'abc', None gives b'Non'); for Python values that is a value out of the dtype's
     range, an error like 300 into uint8. Trailing NULs are not kept by these dtypes."""
-    width = converted.dtype.itemsize // (4 if converted.dtype.kind == "U" else 1)
+    width = _text_width(converted.dtype)
+    natural = np.asarray(updates)
+    if natural.dtype.kind in "SU" and _text_width(natural.dtype) <= width:
+        return  # strings, none longer than the dtype holds
     for value in np.asarray(updates, dtype=object).reshape(-1):
         text = value if isinstance(value, (str, bytes)) else str(value)
         kept = text.rstrip(b"\0") if isinstance(text, bytes) else text.rstrip("\0")

@@ -9,6 +9,7 @@ parameters change without its stub fails here.
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -65,6 +66,7 @@ def runtime_parameters(name: str) -> list[tuple[str, bool]]:
     return [(p.split(":")[0].strip(), "=" in p) for p in split_top_level(inner)]
 
 
+@functools.cache
 def stub_functions() -> dict[str, ast.FunctionDef]:
     stub = Path(core.__file__).with_name("_core.pyi")
     tree = ast.parse(stub.read_text())
