@@ -120,11 +120,11 @@ def _float_bits(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a).reshape(-1).view(f"u{a.dtype.itemsize}")
 
 
-def assert_same(actual, expected, *, zero_sign_agnostic: bool = False) -> None:
+def assert_same(actual, expected) -> None:
     """``actual`` equals ``expected`` bit for bit: same type, shape, dtype and bytes.
 
-    Floats: NaN matches NaN whatever its payload; every other value must have the same bits
-    (so -0.0 differs from 0.0) unless ``zero_sign_agnostic`` (min/max may pick either zero).
+    Floats: NaN matches NaN whatever its payload; every other value must have the same bits,
+    so -0.0 differs from 0.0 (min/max keep the first of equal values, as the oracle does).
     """
     assert isinstance(actual, np.ndarray), type(actual)
     expected = np.asarray(expected)
@@ -137,10 +137,7 @@ def assert_same(actual, expected, *, zero_sign_agnostic: bool = False) -> None:
         nan_a, nan_e = np.isnan(a32), np.isnan(e32)
         where = np.argwhere(nan_a != nan_e)
         assert not where.size, f"NaN mismatch at {where[:5].tolist()}:\n{actual}\n{expected}"
-        if zero_sign_agnostic:
-            same = (a32 == e32) | nan_a
-        else:
-            same = (_float_bits(actual) == _float_bits(expected)).reshape(actual.shape) | nan_a
+        same = (_float_bits(actual) == _float_bits(expected)).reshape(actual.shape) | nan_a
         where = np.argwhere(~same)
         assert not where.size, (
             f"values differ at {where[:5].tolist()}: "

@@ -114,16 +114,14 @@ out_modes = st.sampled_from(OUT_MODES)
 seeds = st.integers(0, 2**32 - 1)
 
 
-def run_and_compare(
-    call, data_value, expected, *, data_layout, out_mode, rng, zero_sign_agnostic=False
-):
+def run_and_compare(call, data_value, expected, *, data_layout, out_mode, rng):
     """Calls ``call(data, out=...)`` in the given mode and checks the result and the inputs."""
     if out_mode == "inplace":
         layout = data_layout if data_layout in IN_PLACE_LAYOUTS else "contiguous"
         data, check_outside = with_layout(data_value, layout, rng)
         result = call(data, out=data)
         assert result is data
-        assert_same(np.asarray(data), expected, zero_sign_agnostic=zero_sign_agnostic)
+        assert_same(np.asarray(data), expected)
         check_outside()
         return
     data, check_data_outside = with_layout(data_value, data_layout, rng)
@@ -133,7 +131,7 @@ def run_and_compare(
         assert result is not data
         assert not np.shares_memory(result, data)
         assert result.dtype.isnative or result.dtype.names is not None
-        assert_same(result, expected, zero_sign_agnostic=zero_sign_agnostic)
+        assert_same(result, expected)
     else:
         out_value = random_values(rng, native_dtype(data_value.dtype), data_value.shape)
         layout = {"fresh_strided": "strided", "fresh_unaligned": "unaligned"}.get(
@@ -142,7 +140,7 @@ def run_and_compare(
         out, check_out_outside = with_layout(out_value, layout, rng)
         result = call(data, out=out)
         assert result is out
-        assert_same(np.asarray(out), expected, zero_sign_agnostic=zero_sign_agnostic)
+        assert_same(np.asarray(out), expected)
         check_out_outside()
     assert_unchanged(data, before)
     check_data_outside()
@@ -164,10 +162,6 @@ def _axis_argument(draw, axis: int):
     if form == "0d":
         return np.array(axis, dtype)
     return np.array([axis], dtype)
-
-
-def _zero_sign_agnostic(reduction: str) -> bool:
-    return reduction in ("min", "max")
 
 
 # --------------------------------------------------------------------------------------------
@@ -227,7 +221,6 @@ def test_scatter_elements_update_matches_reference(reduction, dtype, data):
         data_layout=draw(layouts),
         out_mode=draw(out_modes),
         rng=rng,
-        zero_sign_agnostic=_zero_sign_agnostic(reduction),
     )
 
 
@@ -242,7 +235,7 @@ def test_scatter_elements_update_every_index_dtype(dtype, index_dtype, data):
     expected = ref_scatter_elements_update(values, indices, updates, axis, reduction=reduction)
     idx, _ = with_layout(indices, draw(layouts), rng)
     result = sk.scatter_elements_update(values, idx, updates, axis, reduction=reduction)
-    assert_same(result, expected, zero_sign_agnostic=reduction == "max")
+    assert_same(result, expected)
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES, ids=dtype_id)
@@ -302,7 +295,7 @@ def test_heavy_duplicates_fold_in_c_order(dtype, reduction, data):
         indices = random_indices(rng, (n, 1), size, np.int64, allow_negative=True)
         expected = ref_scatter_nd_update(values, indices, updates, reduction=reduction)
         result = sk.scatter_nd_update(values, indices, updates, reduction=reduction)
-        assert_same(result, expected, zero_sign_agnostic=_zero_sign_agnostic(reduction))
+        assert_same(result, expected)
         return
     indices = random_indices(rng, (n, 2), size, np.int64, allow_negative=True)
     use_init_val = draw(st.booleans())
@@ -316,7 +309,7 @@ def test_heavy_duplicates_fold_in_c_order(dtype, reduction, data):
     result = sk.scatter_elements_update(
         values, indices, updates, 0, reduction=reduction, use_init_val=use_init_val
     )
-    assert_same(result, expected, zero_sign_agnostic=_zero_sign_agnostic(reduction))
+    assert_same(result, expected)
 
 
 # --------------------------------------------------------------------------------------------
@@ -370,7 +363,6 @@ def test_scatter_nd_update_matches_reference(reduction, dtype, data):
         data_layout=draw(layouts),
         out_mode=draw(out_modes),
         rng=rng,
-        zero_sign_agnostic=_zero_sign_agnostic(reduction),
     )
 
 

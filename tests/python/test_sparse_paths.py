@@ -161,14 +161,15 @@ def test_half_histogram_min_max_fused(dtype, reduction):
 SPLIT_UPDATES, SPLIT_BINS = 100_000, 500
 
 
-def _split_values(dtype, rng, n):
+def _split_values(dtype, reduction, rng, n):
     if dtype == np.bool_:
         return rng.random(n) < 0.3
     if np.issubdtype(dtype, np.integer):
         return rng.integers(-3, 4, n).astype(dtype)
-    # Ties between -0 and +0 at the extreme (the first wins), and rare NaNs, which many bins
-    # meet only in a later part.
-    values = rng.choice(np.array([0.0, -0.0, 1.0, -1.0], dtype), n)
+    # Zeros of both signs are the extreme, so every bin ends on a tie between -0 and +0
+    # (the first wins); rare NaNs, which many bins meet only in a later part.
+    others = [-1.0, -2.0] if reduction == "max" else [1.0, 2.0]
+    values = rng.choice(np.array([0.0, -0.0, *others], dtype), n)
     values[rng.random(n) < 0.002] = np.nan
     return values
 
@@ -187,9 +188,9 @@ def _split_values(dtype, rng, n):
 )
 def test_histogram_split_between_threads_matches_reference(dtype, reduction):
     rng = np.random.default_rng(21)
-    data = _split_values(dtype, rng, SPLIT_BINS)
+    data = _split_values(dtype, reduction, rng, SPLIT_BINS)
     idx = rng.integers(-SPLIT_BINS, SPLIT_BINS, SPLIT_UPDATES)
-    upd = _split_values(dtype, rng, SPLIT_UPDATES)
+    upd = _split_values(dtype, reduction, rng, SPLIT_UPDATES)
     expected = ref_scatter_elements_update(data, idx, upd, 0, reduction=reduction)
     for threads in (1, 2, 3):
         sk.set_num_threads(threads)
@@ -250,3 +251,62 @@ def test_min_max_without_init_start_from_infinity(dtype, reduction, extreme, sha
         out = sk.scatter_elements_update(data, idx, upd, 0, reduction=reduction, use_init_val=False)
         assert out[:3].astype(np.float64).tolist() == [extreme] * 3
         assert (out[3:] == 5).all()
+
+
+# Two NaNs that differ in sign and payload, per float dtype (quiet, so no conversion changes
+# them). bfloat16's differ in sign only: ml_dtypes, which the oracle converts with, drops
+# payloads.
+_TWO_NANS = {
+    np.dtype(np.float16): (0x7E01, 0xFE0F),
+    BFLOAT16: (0x7FC0, 0xFFC0),
+    np.dtype(np.float32): (0x7FC00001, 0xFFC00ABC),
+    np.dtype(np.float64): (0x7FF8000000000001, 0xFFF8000000000ABC),
+}
+
+# (data shape, updates, targets hit): the kernel paths a min/max fold can take.
+_MIN_MAX_PATHS = {
+    # indices of data's shape along axis 0: lines folded in place (fused for float16)
+    "lines": ((64, 32), None, 64),
+    "sparse": ((20_000,), 2_000, 100),  # in place: the indices do not outweigh data
+    "histogram": ((500,), 20_000, 500),  # fused into a scratch copy
+    "split histogram": ((SPLIT_BINS,), SPLIT_UPDATES, SPLIT_BINS),
+}
+
+
+@pytest.mark.parametrize("dtype", list(_TWO_NANS), ids=str)
+@pytest.mark.parametrize("reduction", ["min", "max"])
+@pytest.mark.parametrize("path", list(_MIN_MAX_PATHS))
+def test_min_max_keep_the_first_nan_and_the_first_zero_bit_for_bit(dtype, reduction, path):
+    # assert_same lets NaN match any NaN; here the exact bits show that of two NaNs (or of -0
+    # and +0) the first in C order stays, on every path and for any thread count.
+    rng = np.random.default_rng(5)
+    shape, n, hit = _MIN_MAX_PATHS[path]
+    count = int(np.prod(shape)) if n is None else n
+    bits = np.dtype(f"u{dtype.itemsize}")
+    nan_a, nan_b = (np.array(b, bits).view(dtype) for b in _TWO_NANS[dtype])
+    # Zeros of both signs are the extreme, so targets end on a tie between them, except where
+    # NaNs go: into every second target (every second line along axis 0), several each.
+    others = [1.0, 2.0] if reduction == "min" else [-1.0, -2.0]
+    pool = np.array([0.0, -0.0, *others], dtype)
+    data = rng.choice(pool, shape)
+    upd = rng.choice(pool, count)
+    if n is None:
+        idx = rng.integers(0, hit, shape)
+        upd = upd.reshape(shape)
+        takes_nans = np.arange(shape[1]) % 2 == 0
+    else:
+        idx = rng.integers(0, hit, n)
+        takes_nans = idx % 2 == 0
+    nans = takes_nans & (rng.random(upd.shape) < 0.2)
+    upd[nans] = np.where(rng.random(upd.shape) < 0.5, nan_a, nan_b)[nans]
+    expected = ref_scatter_elements_update(data, idx, upd, 0, reduction=reduction)
+    signs = np.signbit(expected[expected == 0].astype(np.float64))
+    assert signs.any() and not signs.all(), "no ties between zeros of both signs"
+    assert np.isnan(expected.astype(np.float64)).any(), "no target met a NaN"
+    for threads in (1, 2):
+        sk.set_num_threads(threads)
+        res = sk.scatter_elements_update(data, idx, upd, 0, reduction=reduction)
+        assert res.view(bits).tolist() == expected.view(bits).tolist(), threads
+        if n is not None:
+            nd = sk.scatter_nd_update(data, idx[:, None], upd, reduction=reduction)
+            assert nd.view(bits).tolist() == expected.view(bits).tolist(), threads
