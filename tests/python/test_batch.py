@@ -227,11 +227,15 @@ def test_batch_v3_rows_reject_negative_indices(op, indices):
     assert np.array_equal(rows[1], want.ravel())
 
 
-def test_batch_offsets_beyond_int64_are_a_value_error():
+@pytest.mark.parametrize("field", ["offsets", "shapes", "shape_offsets"])
+@pytest.mark.parametrize("huge", [2**63, 2**64 - 1])
+def test_batch_parts_beyond_int64_are_a_value_error(field, huge):
+    # One error for the call, before any row runs: such a value would read as negative.
     good = Ragged.from_arrays([np.arange(4.0)])
-    huge = np.array([0, 2**63], np.uint64)
-    bad = Ragged(good.values, huge, good.shapes, good.shape_offsets)
-    with pytest.raises(ValueError, match="Ragged offsets hold a value beyond int64"):
+    parts = {f: getattr(good, f).astype(np.uint64) for f in ("offsets", "shapes", "shape_offsets")}
+    parts[field][-1] = huge
+    bad = Ragged(good.values, **parts)
+    with pytest.raises(ValueError, match=f"Ragged {field} hold a value beyond int64"):
         run_batch("ScatterElementsUpdate-12", bad, good, Ragged.from_arrays([np.array([0])]))
 
 
