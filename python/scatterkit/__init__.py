@@ -15,7 +15,10 @@ from pathlib import Path as _Path
 # takes effect only if no library has loaded OpenMP yet.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from . import _core
+from . import (
+    _check_numpy,  # noqa: F401  (first: refuses NumPy 1.x)
+    _core,
+)
 from ._api import (
     get_num_threads,
     get_op,

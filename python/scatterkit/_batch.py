@@ -77,7 +77,7 @@ class Ragged:
             arr = np.asarray(a)
             if arr.dtype.kind not in "iu" and not (arr.size == 0 and arr.dtype.kind == "f"):
                 raise TypeError(f"{op}: Ragged {name} must be integers, got dtype {arr.dtype}")
-            if arr.dtype == np.uint64 and arr.size and arr.max() > np.iinfo(np.int64).max:
+            if arr.dtype == np.uint64 and arr.size and arr.max() > np.uint64(2**63 - 1):
                 raise ValueError(f"{op}: Ragged {name} hold a value beyond int64")
             return as_c_array(arr, np.int64)
 

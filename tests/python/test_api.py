@@ -619,3 +619,23 @@ def test_high_rank_tensors(rank):
     assert out.ravel().tolist() == [0, 3]
     out = sk.slice_scatter(data, np.full(last, 4.0), -1, 2**62, 1, -1)
     assert out.ravel().tolist() == [0, 4]
+
+
+def test_numpy_1_is_refused_at_import(tmp_path):
+    # Under NumPy 1.x some bad updates would pass the checks (it wraps 300 into int8), so the
+    # import stops with a message naming the versions. A stand-in numpy package plays 1.26.
+    fake = tmp_path / "numpy"
+    fake.mkdir()
+    (fake / "__init__.py").write_text('__version__ = "1.26.4"\n')
+    package_parent = str(Path(sk.__file__).resolve().parent.parent)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), package_parent]))
+    proc = subprocess.run(
+        [sys.executable, "-c", "import scatterkit"],
+        capture_output=True,
+        text=True,
+        cwd="/",
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode != 0
+    assert "ImportError: scatterkit needs NumPy >= 2.0; NumPy 1.26.4 is installed" in proc.stderr
