@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import os
 import subprocess
 import sys
@@ -11,10 +12,12 @@ import time
 import urllib.parse
 import urllib.request
 import zipfile
+from types import SimpleNamespace
 
 import pytest
 from spark_helpers import pq, spark, spark_env  # noqa: F401
 
+from scatterkit.spark._stats import StatsParam
 from scatterkit.spark.demo import run_demo
 from scatterkit.spark.pack import _run, pack, wheel_from_installed
 from scatterkit.spark.progress import Progress
@@ -96,6 +99,48 @@ def test_summary_shows_kept_errors_only_when_errors_are_kept():
     assert "errors    2 row(s) kept with errors (per step: b: 2)" in keep.lines()
     clean = JobSummary(rows_in=5, rows_out=5, seconds=1.0, errors={"a": 0})
     assert "errors    0 row(s) kept with errors (per step: none)" in clean.lines()
+
+
+def test_summary_flags_lost_rows_and_survives_a_zero_duration():
+    summary = JobSummary(rows_in=5, rows_out=4, seconds=0.0)
+    assert summary.rows_per_second == 0.0 and summary.tensor_mb_per_second == 0.0
+    assert summary.lines()[0] == "rows      5 in, 4 out  << ROW COUNT MISMATCH"
+
+
+def test_stats_add_numbers_up_and_unite_sets():
+    # Two tasks with scatterkit from different places: the summary must name both.
+    param = StatsParam()
+    total = param.zero({})
+    total = param.addInPlace(total, {"rows": 3, "modules": {"/a"}, "threads": {1}})
+    total = param.addInPlace(total, {"rows": 4, "modules": {"/b"}, "threads": {1}})
+    assert total == {"rows": 7, "modules": {"/a", "/b"}, "threads": {1}}
+
+
+def test_session_conf_wins_over_the_defaults(spark):  # noqa: F811
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "2"  # the fixture's conf
+    assert spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch") == "4096"
+
+
+class _Tracker:
+    """Spark's status tracker with one stage running, 1 of 4 tasks done."""
+
+    def __init__(self) -> None:
+        self.active = [3]
+
+    def getActiveStageIds(self):
+        return self.active
+
+    def getStageInfo(self, stage_id):
+        return SimpleNamespace(numTasks=4, numCompletedTasks=1, numActiveTasks=2, numFailedTasks=0)
+
+
+def test_progress_says_a_stage_finished_when_the_job_ends():
+    tracker, out = _Tracker(), io.StringIO()
+    context = SimpleNamespace(statusTracker=lambda: tracker)
+    with Progress(context, out=out, interval=3600, label="t") as progress:
+        assert progress.snapshot() == "stage 3: 1/4 tasks done, 2 running"
+        tracker.active = []
+    assert out.getvalue().rstrip().endswith("] stage 3: finished")
 
 
 def test_progress_reports_running_stages(spark, capsys):  # noqa: F811

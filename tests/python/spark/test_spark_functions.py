@@ -77,6 +77,15 @@ def test_every_column_function_matches_the_numpy_api(frame):
         assert np.array_equal(_array(row.ss), sk.slice_scatter(g, cols["win"][r], 0, 6, 2, 1))
 
 
+def test_scatter_elements_update_defaults_to_no_reduction(frame):
+    # as scatterkit.scatter_elements_update does: the updates replace, they do not add up
+    cols, df = frame
+    hist = skf.scatter_elements_update("grid", "eidx", "evals", 0)
+    row = df.where("id = 100").select(hist.alias("o")).first()
+    want = sk.scatter_elements_update(cols["grid"][0], cols["eidx"][0], cols["evals"][0], 0)
+    assert np.array_equal(_array(row.o), want)
+
+
 def test_keep_puts_the_message_in_the_result_struct(frame):
     _, df = frame
     result = skf.scatter_update("grid", "rows", "slabs", 0, on_error="keep")
@@ -169,6 +178,8 @@ def test_bad_attributes_fail_when_the_column_is_built():
         skf.slice_scatter("a", "b", 0, 1, 0, 0)
     with pytest.raises(ValueError, match="missing \\['axis'\\]"):
         skf.apply_op("ScatterUpdate-3", "a", "b", "c")
+    with pytest.raises(ValueError, match="unknown attribute\\(s\\) \\['colour'\\], missing \\[\\]"):
+        skf.apply_op("ScatterUpdate-3", "a", "b", "c", axis=0, colour=1)
     with pytest.raises(TypeError, match="takes the columns data, indices, updates; got 2"):
         skf.apply_op("ScatterUpdate-3", "a", "b", axis=0)
     with pytest.raises(TypeError, match="takes the columns data, updates; got 3"):

@@ -9,9 +9,10 @@ import pytest
 from spark_helpers import list_array, pa, pq, spark, tensor_column, tensor_rows, write_parquet  # noqa: F401
 
 import scatterkit as sk
-from scatterkit.spark.cli import main
+from scatterkit.spark.cli import _at_least, main
 from scatterkit.spark.job import JobFailed, run_job, transform
 from scatterkit.spark.spec import JobSpec
+from scatterkit.spark.summary import JobSummary
 
 SPEC = {
     "steps": [
@@ -338,6 +339,28 @@ def test_arrow_pieces_number_rows_from_the_start_of_their_file(tmp_path):
     assert set(rows[FILE_COLUMN].to_pylist()) == {"one.parquet"}
 
 
+def test_arrow_engine_skips_hidden_and_underscore_files_as_spark_does(tmp_path):
+    # Spark's own output holds .crc checksums and _SUCCESS: not Parquet to read.
+    import pyarrow.fs as pafs
+
+    from scatterkit.spark.direct import input_files
+
+    pq.write_table(pa.table({"x": [1]}), tmp_path / "part-0.parquet")
+    (tmp_path / ".part-0.parquet.crc").write_bytes(b"crc")
+    (tmp_path / "_SUCCESS").write_bytes(b"")
+    (tmp_path / ".staging").mkdir()
+    pq.write_table(pa.table({"x": [2]}), tmp_path / ".staging" / "part-1.parquet")
+    assert input_files(pafs.LocalFileSystem(), str(tmp_path)) == [str(tmp_path / "part-0.parquet")]
+
+
+def test_an_output_is_apart_from_an_input_whose_name_merely_starts_like_it():
+    from scatterkit.spark.direct import check_output_apart
+
+    check_output_apart("/data/events_2024", "/data/events", "in", "out")  # siblings
+    with pytest.raises(ValueError, match="would replace the input"):
+        check_output_apart("/data/events/2024", "/data/events/", "in", "out")
+
+
 def test_arrow_batch_limits_follow_sparks_settings():
     from scatterkit.spark.direct import BatchLimits, _byte_size
 
@@ -346,6 +369,7 @@ def test_arrow_batch_limits_follow_sparks_settings():
     assert BatchLimits.from_conf({}) == BatchLimits(4096, 64 << 20)
     assert BatchLimits.from_conf({rows_key: "5", bytes_key: "1m"}) == BatchLimits(5, 1 << 20)
     assert BatchLimits.from_conf({rows_key: "0", bytes_key: "-1"}).rows == 2**31 - 1
+    assert BatchLimits.from_conf({bytes_key: "0"}).bytes == 2**62  # 0 is "no limit" too
     assert [_byte_size(t) for t in ("1024", "64m", "1GB", " 2 k ")] == [
         1024,
         64 << 20,
@@ -393,6 +417,14 @@ def test_transform_is_a_lazy_dataframe_with_only_needed_columns(spark, rng, tmp_
     assert np.allclose(rows[30].hist.values, want)
 
 
+def test_run_job_rejects_an_unknown_mode_before_reading(spark, tmp_path):  # noqa: F811
+    with pytest.raises(ValueError, match="mode must be 'errorifexists' or 'overwrite', got 'app"):
+        run_job(
+            spark, JobSpec.from_dict(SPEC), str(tmp_path / "in"), str(tmp_path / "out"),
+            mode="append", progress=False,
+        )  # fmt: skip
+
+
 def test_cli_run_exit_codes_and_summary(spark, rng, tmp_path, capsys):  # noqa: F811
     _, table = _table(rng, n=40)
     source = write_parquet(tmp_path / "in", table, files=1)
@@ -424,6 +456,10 @@ def test_cli_run_exit_codes_and_summary(spark, rng, tmp_path, capsys):  # noqa: 
 
     assert main([*common, "--output", str(tmp_path / "b"), "--on-error", "keep"]) == 2
     assert "already exists (--overwrite replaces it)" in capsys.readouterr().err
+    assert (
+        main([*common, "--output", str(tmp_path / "b"), "--on-error", "keep", "--overwrite"]) == 0
+    )
+    assert "40 in, 40 out" in capsys.readouterr().out
     keep_spark = ["--on-error", "keep", "--engine", "spark", "--summary-json", str(summary_path)]
     assert main([*common, "--output", str(tmp_path / "b2"), *keep_spark]) == 0
     assert json.loads(summary_path.read_text())["engine"] == "spark"
@@ -446,6 +482,7 @@ def test_cli_usage_errors_exit_2_before_spark_starts(tmp_path, capsys):
         with pytest.raises(SystemExit) as info:
             main([*common, *bad])
         assert info.value.code == 2 and message in capsys.readouterr().err
+    assert _at_least(1)("1") == 1 and _at_least(0)("0") == 0  # the bound itself is allowed
     for bad in (["--rows", "0"], ["--sample", "-1"]):
         with pytest.raises(SystemExit) as info:
             main(["demo", *bad])
@@ -455,6 +492,18 @@ def test_cli_usage_errors_exit_2_before_spark_starts(tmp_path, capsys):
     assert main([*common, "--archive", str(tmp_path / "nope.tar.gz")]) == 2
     assert "no environment archive at" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_cli_run_exits_1_and_says_so_when_rows_are_lost(spark, tmp_path, capsys, monkeypatch):  # noqa: F811
+    def lost_a_row(*_, **__):
+        return JobSummary(rows_in=5, rows_out=4, seconds=1.0)
+
+    monkeypatch.setattr("scatterkit.spark.session.build_session", lambda **_: spark)
+    monkeypatch.setattr("scatterkit.spark.job.run_job", lost_a_row)
+    spec_path = tmp_path / "job.json"
+    spec_path.write_text(json.dumps(SPEC))
+    assert main(["run", "--spec", str(spec_path), "--input", "in", "--output", "out"]) == 1
+    assert "rows      5 in, 4 out  << ROW COUNT MISMATCH" in capsys.readouterr().out
 
 
 def test_cli_says_where_to_look_when_spark_stops_while_starting(tmp_path, capsys, monkeypatch):

@@ -8,7 +8,7 @@ from spark_helpers import list_array, pa, tensor_column, tensor_rows
 
 import scatterkit as sk
 from scatterkit.spark._executor import RowError, configure_threads
-from scatterkit.spark._pipeline import BatchPlan, apply_steps
+from scatterkit.spark._pipeline import BatchPlan, apply_steps, process_batches
 from scatterkit.spark.spec import JobSpec
 
 
@@ -170,6 +170,72 @@ def test_fail_without_row_id_names_the_row_by_position(rng):
     batch = _broken_batch(rng).slice(2)
     with pytest.raises(RowError, match=r"failed for row 7 of input partition 0: ValueError"):
         apply_steps(_plan(keep=False, row_id=None), batch, first_row=7)
+
+
+ELEMENTS = {
+    "op": "ScatterElementsUpdate-12",
+    "attributes": {"axis": 0},
+    "inputs": {"data": "d", "indices": "i", "updates": "u"},
+    "output": "o",
+}
+
+
+def _elements_plan(keep: bool = False) -> BatchPlan:
+    spec = JobSpec.from_dict({"steps": [ELEMENTS]})
+    return BatchPlan(spec.steps, ("o", "o_error") if keep else ("o",), keep_errors=keep)
+
+
+def _small_batch(bad: set[int] = frozenset(), n: int = 3):
+    """n rows scattering one value into zeros(3); rows in `bad` index out of bounds."""
+    return pa.RecordBatch.from_arrays(
+        [
+            tensor_column([np.zeros(3, np.float32)] * n, np.float32),
+            list_array([np.array([5 if r in bad else 0]) for r in range(n)], np.int64),
+            list_array([np.ones(1, np.float32)] * n, np.float32),
+        ],
+        names=["d", "i", "u"],
+    )
+
+
+def test_a_row_with_several_unusable_inputs_reports_datas_problem_first():
+    batch = pa.RecordBatch.from_arrays(
+        [
+            tensor_column([np.zeros(3, np.float32), None, np.zeros(3, np.float32)], np.float32),
+            list_array([np.array([0]), None, None], np.int64),
+            list_array([np.ones(1, np.float32), None, None], np.float32),
+        ],
+        names=["d", "i", "u"],
+    )
+    out, _ = apply_steps(_elements_plan(keep=True), batch)
+    assert out.column("o_error").to_pylist() == [
+        None,
+        "ValueError: ScatterElementsUpdate-12: data (column 'd') is null",
+        "ValueError: ScatterElementsUpdate-12: updates (column 'u') is null",
+    ]
+
+
+def test_fail_numbers_rows_from_the_start_of_the_partition_not_of_the_batch():
+    # The second batch's row 1 is the partition's row 4.
+    batches = iter([_small_batch(), _small_batch(bad={1})])
+    with pytest.raises(RowError, match=r"failed for row 4 of input partition 0: IndexError"):
+        list(process_batches(_elements_plan(), None, batches))
+
+
+def test_fail_with_one_bad_row_mentions_no_other_rows():
+    with pytest.raises(RowError) as info:
+        apply_steps(_elements_plan(), _small_batch(bad={2}))
+    assert "failed for row 2 of input partition 0: IndexError" in str(info.value)
+    assert "more row(s)" not in str(info.value)
+
+
+def test_bytes_in_count_the_column_inputs_not_the_constants(rng):
+    # The summary's "tensors ... in" is what the kernels read from the input columns.
+    _, batch = _batch(rng)
+    spec = JobSpec.from_dict({"steps": [_steps()[4]]})  # constant data, list indices/updates
+    _, counts = apply_steps(BatchPlan(spec.steps, ("hist",), keep_errors=False), batch)
+    rows = batch.num_rows
+    assert counts["bytes_in"] == rows * 6 * 8 * 2  # eidx1 (int64) and evals1 (double)
+    assert counts["bytes_out"] == rows * 8 * 8
 
 
 def test_configure_threads_outside_spark_changes_nothing():

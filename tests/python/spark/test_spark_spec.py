@@ -88,6 +88,14 @@ def test_spec_round_trips_through_json():
         # a step's output may not take the name of another step's error column
         ({"steps": [STEP, {**STEP, "output": f"{STEP['output']}_error"}]}, "written twice"),
         ({"steps": [STEP], "extra": 1}, "unknown key"),
+        # names are checked when the spec is read, not left to fail later in the plan
+        ({"row_id": 5, "steps": [STEP]}, "job: 'row_id' must be a column name"),
+        ({"passthrough": "id", "steps": [STEP]}, "job: 'passthrough' must be a list of column"),
+        (
+            _spec(inputs={**STEP["inputs"], "indices": {"values": "idx", "shape": 3}}),
+            "steps\\[0\\].inputs.indices: 'values' and 'shape' must be column names",
+        ),
+        (_spec(output=""), "steps\\[0\\]: 'output' must be a column name"),
     ],
 )
 def test_malformed_specs_are_rejected_with_the_place_named(spec, message):
@@ -109,6 +117,7 @@ def _constant(fill, dtype: str) -> dict:
     [
         (300, "tinyint", "'fill' 300 is out of range for tinyint \\(-128 to 127\\)"),
         (-(2**63) - 1, "bigint", "'fill' -9223372036854775809 is out of range for bigint"),
+        (40000, "smallint", "'fill' 40000 is out of range for smallint \\(-32768 to 32767\\)"),
         (0.5, "int", "'fill' 0.5 is not an integer"),
         (float("nan"), "smallint", "'fill' nan is not an integer"),
         (True, "float", "'fill' True is a boolean; dtype float takes numbers"),
@@ -140,6 +149,19 @@ def test_constant_fill_that_fits_is_kept_as_a_python_value(fill, dtype, want):
     spec = JobSpec.from_dict(_constant(fill, dtype))
     got = spec.steps[0].inputs["data"].constant.fill
     assert got == want and type(got) is type(want)
+
+
+def test_an_empty_passthrough_round_trips():
+    # [] writes no input column; left out of to_dict it would come back as "every column"
+    spec = JobSpec.from_dict({"passthrough": [], **_spec()})
+    assert spec.to_dict()["passthrough"] == []
+    assert JobSpec.from_dict(spec.to_dict()) == spec
+
+
+def test_element_type_names_are_aliases_in_any_case():
+    assert check_constant([1], 0, "float64").dtype == "double"
+    assert check_constant([1], 0, " DOUBLE ").dtype == "double"
+    assert check_constant([1], 0, "Int16").dtype == "smallint"
 
 
 def test_check_constant_takes_numpy_shapes_and_values():
@@ -215,3 +237,28 @@ def test_plan_rejects_unknown_row_id_and_passthrough():
         plan_job(SCHEMA, JobSpec.from_dict({"row_id": "uid", **_spec()}), keep_errors=False)
     with pytest.raises(SpecError, match="passthrough column 'x'"):
         plan_job(SCHEMA, JobSpec.from_dict({"passthrough": ["x"], **_spec()}), keep_errors=False)
+
+
+def test_plan_result_takes_datas_element_type_not_the_updates():
+    # float updates scatter into double data: the output is double, as the executors write it
+    inputs = {"data": {"values": "vals", "shape": "dims"}, "indices": "idx", "updates": "upd"}
+    _, schema = plan_job(SCHEMA, JobSpec.from_dict(_spec(inputs=inputs)), keep_errors=False)
+    assert schema["out"].dataType["values"].dataType == T.ArrayType(T.DoubleType())
+
+
+def test_plan_rejects_half_structs_float_shapes_and_taken_error_columns():
+    half = T.StructType([T.StructField("values", T.ArrayType(T.FloatType()))])
+    schema = T.StructType(
+        [*SCHEMA.fields, T.StructField("half", half), T.StructField("out_error", T.StringType())]
+    )
+    for change, message in (
+        ({"inputs": {**STEP["inputs"], "data": "half"}}, "needs fields 'values' and 'shape'"),
+        (
+            {"inputs": {**STEP["inputs"], "data": {"values": "vals", "shape": "upd"}}},
+            "a shape must be an array of integers, got array<float>",
+        ),
+        # the step's error column would be written twice
+        ({}, "output column 'out_error' already exists"),
+    ):
+        with pytest.raises(SpecError, match=message):
+            plan_job(schema, JobSpec.from_dict(_spec(**change)), keep_errors=True)
