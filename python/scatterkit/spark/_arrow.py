@@ -148,6 +148,16 @@ def constant_rows(rows: int, shape: Sequence[int], dtype: np.dtype, fill: object
     return TensorRows(Ragged(values, offsets, shapes, shape_offsets), {})
 
 
+def _without_rows(
+    offsets: np.ndarray, flat: np.ndarray, keep: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``offsets`` and ``flat`` with the rows where ``keep`` is False made empty."""
+    lengths = np.diff(offsets) * keep
+    kept = np.zeros(len(offsets), np.int64)
+    np.cumsum(lengths, out=kept[1:])
+    return kept, flat[offsets[0] : offsets[-1]][np.repeat(keep, np.diff(offsets))]
+
+
 def _offsets32(offsets: np.ndarray, what: str) -> pa.Array:
     if len(offsets) and int(offsets[-1]) > _INT32_MAX:
         raise ValueError(
@@ -169,10 +179,18 @@ def tensor_array(
     field ``error`` holding each row's message: the struct itself then stays non-null
     (its ``values`` and ``shape`` are null on failed rows) so that the message survives.
     """
-    offsets = _offsets32(like.offsets, "values")
-    shape_offsets = _offsets32(like.shape_offsets, "shape")
-    shapes = pa.array(np.require(like.shapes, dtype=np.int32))
-    invalid = None if valid.all() else pa.array(~valid)
+    values_offsets, shape_offsets = like.offsets, like.shape_offsets
+    shapes = like.shapes
+    invalid = None
+    if not valid.all():
+        # Null rows hold no elements: Parquet writers before pyarrow 24 refuse null lists of
+        # non-zero length, and the values under a null are not meant to be read anyway.
+        values_offsets, values = _without_rows(values_offsets, values, valid)
+        shape_offsets, shapes = _without_rows(shape_offsets, shapes, valid)
+        invalid = pa.array(~valid)
+    offsets = _offsets32(values_offsets, "values")
+    shape_offsets = _offsets32(shape_offsets, "shape")
+    shapes = pa.array(np.require(shapes, dtype=np.int32))
     if errors is None:
         fields = [
             pa.ListArray.from_arrays(offsets, pa.array(values)),

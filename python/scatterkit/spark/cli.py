@@ -210,11 +210,22 @@ def _analysis_message(exc: Exception, input_path: str) -> str:
 
 
 def _java_message(exc: Exception) -> str:
-    """The Java exception's own first line, not py4j's "An error occurred while calling"."""
+    """The Java exception's own first line, not py4j's "An error occurred while calling".
+
+    The first message in the cause chain that carries a Spark error class ("[FAILED_READ_FILE
+    ...]") wins: Spark 4.1 wraps it in "Job aborted due to stage failure" and "Exception
+    thrown in awaitResult", which say nothing about the cause.
+    """
+    messages: list[str] = []
     try:
-        message = exc.java_exception.getMessage()  # type: ignore[attr-defined]
-    except Exception:  # the JVM is gone
-        message = None
+        cause = exc.java_exception  # type: ignore[attr-defined]
+        while cause is not None and len(messages) < 10:
+            messages.append(cause.getMessage() or "")
+            cause = cause.getCause()
+    except Exception:  # not a Java exception, or the JVM is gone
+        pass
+    classified = [m for m in messages if m.startswith("[")]
+    message = classified[0] if classified else (messages[0] if messages else "")
     return (message or str(exc)).splitlines()[0]
 
 

@@ -47,9 +47,13 @@ class DemoData:
 
 
 def _lists(values: np.ndarray, lengths: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
+    arrow_mask = None
+    if mask is not None:  # null rows hold no elements (older Parquet writers insist)
+        values = values[np.repeat(~mask, lengths)]
+        lengths = np.where(mask, 0, lengths)
+        arrow_mask = pa.array(mask)
     offsets = np.zeros(len(lengths) + 1, np.int32)
     np.cumsum(lengths, out=offsets[1:])
-    arrow_mask = None if mask is None else pa.array(mask)
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values), mask=arrow_mask)
 
 

@@ -117,6 +117,21 @@ def test_tensor_array_round_trips_and_nulls_invalid_rows(rng):
         assert np.array_equal(got[r], rows[r])
 
 
+@pytest.mark.parametrize("errors", [None, [None, "bad", None]])
+def test_tensor_array_null_rows_hold_no_elements(errors):
+    # Parquet writers before pyarrow 24 refuse a null list of non-zero length, so a failed
+    # row's values and shape are empty, not data's row under a null.
+    rows = [np.arange(4.0).reshape(2, 2), np.ones((3,)), np.full((1, 2), 7.0)]
+    layout = read_tensor(tensor_column(rows, np.float64), "d").ragged
+    out = tensor_array(layout.values, layout, np.array([True, False, True]), errors)
+    assert out.field("values").offsets.to_pylist() == [0, 4, 4, 6]
+    assert out.field("values").values.to_pylist() == [0.0, 1.0, 2.0, 3.0, 7.0, 7.0]
+    assert out.field("shape").offsets.to_pylist() == [0, 2, 2, 4]
+    got = tensor_rows(out)
+    assert got[1] is None
+    assert np.array_equal(got[0], rows[0]) and np.array_equal(got[2], rows[2])
+
+
 def test_tensor_array_with_errors_keeps_the_message_in_a_non_null_struct(rng):
     layout = read_tensor(tensor_column([np.zeros(2), np.ones(2)], np.float64), "d").ragged
     out = tensor_array(layout.values, layout, np.array([True, False]), [None, "boom"])

@@ -14,11 +14,13 @@ import urllib.request
 import zipfile
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 from spark_helpers import pq, spark, spark_env  # noqa: F401
 
 from scatterkit.spark._stats import StatsParam
 from scatterkit.spark.demo import run_demo
+from scatterkit.spark.demo_data import _lists
 from scatterkit.spark.pack import _run, pack, wheel_from_installed
 from scatterkit.spark.progress import Progress
 from scatterkit.spark.session import _quiet_start
@@ -99,6 +101,13 @@ def test_summary_shows_kept_errors_only_when_errors_are_kept():
     assert "errors    2 row(s) kept with errors (per step: b: 2)" in keep.lines()
     clean = JobSummary(rows_in=5, rows_out=5, seconds=1.0, errors={"a": 0})
     assert "errors    0 row(s) kept with errors (per step: none)" in clean.lines()
+
+
+def test_demo_data_null_lists_hold_no_elements():
+    # Parquet writers before pyarrow 24 refuse a null list of non-zero length.
+    lists = _lists(np.arange(6.0), np.array([2, 2, 2]), mask=np.array([False, True, False]))
+    assert lists.to_pylist() == [[0.0, 1.0], None, [4.0, 5.0]]
+    assert lists.offsets.to_pylist() == [0, 2, 2, 4]
 
 
 def test_summary_flags_lost_rows_and_survives_a_zero_duration():
