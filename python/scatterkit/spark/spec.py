@@ -202,6 +202,9 @@ class JobSpec:
         if passthrough is not None:
             if not isinstance(passthrough, list) or not all(_is_name(c) for c in passthrough):
                 raise SpecError("job: 'passthrough' must be a list of column names")
+            twice = sorted({c for c in passthrough if passthrough.count(c) > 1})
+            if twice:
+                raise SpecError(f"job: 'passthrough' names column {twice[0]!r} twice")
             passthrough = tuple(passthrough)
         outputs: set[str] = set()
         for i, step in enumerate(parsed):

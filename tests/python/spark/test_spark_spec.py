@@ -92,6 +92,10 @@ def test_spec_round_trips_through_json():
         ({"row_id": 5, "steps": [STEP]}, "job: 'row_id' must be a column name"),
         ({"passthrough": "id", "steps": [STEP]}, "job: 'passthrough' must be a list of column"),
         (
+            {"passthrough": ["a", "b", "a"], "steps": [STEP]},
+            "job: 'passthrough' names column 'a' twice",
+        ),
+        (
             _spec(inputs={**STEP["inputs"], "indices": {"values": "idx", "shape": 3}}),
             "steps\\[0\\].inputs.indices: 'values' and 'shape' must be column names",
         ),
