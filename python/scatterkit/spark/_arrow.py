@@ -183,7 +183,7 @@ def tensor_array(
     shapes = like.shapes
     invalid = None
     if not valid.all():
-        # Null rows hold no elements: Parquet writers before pyarrow 24 refuse null lists of
+        # Null rows hold no elements: the Parquet writers of pyarrow 16-23 refuse null lists of
         # non-zero length, and the values under a null are not meant to be read anyway.
         values_offsets, values = _without_rows(values_offsets, values, valid)
         shape_offsets, shapes = _without_rows(shape_offsets, shapes, valid)

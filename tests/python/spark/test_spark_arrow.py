@@ -119,7 +119,7 @@ def test_tensor_array_round_trips_and_nulls_invalid_rows(rng):
 
 @pytest.mark.parametrize("errors", [None, [None, "bad", None]])
 def test_tensor_array_null_rows_hold_no_elements(errors):
-    # Parquet writers before pyarrow 24 refuse a null list of non-zero length, so a failed
+    # The Parquet writers of pyarrow 16-23 refuse a null list of non-zero length, so a failed
     # row's values and shape are empty, not data's row under a null.
     rows = [np.arange(4.0).reshape(2, 2), np.ones((3,)), np.full((1, 2), 7.0)]
     layout = read_tensor(tensor_column(rows, np.float64), "d").ragged

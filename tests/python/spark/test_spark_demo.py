@@ -104,7 +104,7 @@ def test_summary_shows_kept_errors_only_when_errors_are_kept():
 
 
 def test_demo_data_null_lists_hold_no_elements():
-    # Parquet writers before pyarrow 24 refuse a null list of non-zero length.
+    # The Parquet writers of pyarrow 16-23 refuse a null list of non-zero length.
     lists = _lists(np.arange(6.0), np.array([2, 2, 2]), mask=np.array([False, True, False]))
     assert lists.to_pylist() == [[0.0, 1.0], None, [4.0, 5.0]]
     assert lists.offsets.to_pylist() == [0, 2, 2, 4]
