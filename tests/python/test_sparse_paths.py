@@ -161,15 +161,20 @@ def test_half_histogram_min_max_fused(dtype, reduction):
 SPLIT_UPDATES, SPLIT_BINS = 100_000, 500
 
 
+def _zero_tie_pool(dtype, reduction):
+    """Float values whose extreme for min or max is zero of either sign: targets end on a tie
+    between -0 and +0, which the first in C order wins."""
+    others = [-1.0, -2.0] if reduction == "max" else [1.0, 2.0]
+    return np.array([0.0, -0.0, *others], dtype)
+
+
 def _split_values(dtype, reduction, rng, n):
     if dtype == np.bool_:
         return rng.random(n) < 0.3
     if np.issubdtype(dtype, np.integer):
         return rng.integers(-3, 4, n).astype(dtype)
-    # Zeros of both signs are the extreme, so every bin ends on a tie between -0 and +0
-    # (the first wins); rare NaNs, which many bins meet only in a later part.
-    others = [-1.0, -2.0] if reduction == "max" else [1.0, 2.0]
-    values = rng.choice(np.array([0.0, -0.0, *others], dtype), n)
+    # Zero ties in every bin, and rare NaNs, which many bins meet only in a later part.
+    values = rng.choice(_zero_tie_pool(dtype, reduction), n)
     values[rng.random(n) < 0.002] = np.nan
     return values
 
@@ -284,10 +289,9 @@ def test_min_max_keep_the_first_nan_and_the_first_zero_bit_for_bit(dtype, reduct
     count = int(np.prod(shape)) if n is None else n
     bits = np.dtype(f"u{dtype.itemsize}")
     nan_a, nan_b = (np.array(b, bits).view(dtype) for b in _TWO_NANS[dtype])
-    # Zeros of both signs are the extreme, so targets end on a tie between them, except where
-    # NaNs go: into every second target (every second line along axis 0), several each.
-    others = [1.0, 2.0] if reduction == "min" else [-1.0, -2.0]
-    pool = np.array([0.0, -0.0, *others], dtype)
+    # Targets end on zero ties, except where NaNs go: into every second target (every second
+    # line along axis 0), several each.
+    pool = _zero_tie_pool(dtype, reduction)
     data = rng.choice(pool, shape)
     upd = rng.choice(pool, count)
     if n is None:

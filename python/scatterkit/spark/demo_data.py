@@ -24,6 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ._arrow import _without_rows
+
 CATEGORIES, HOURS = 4, 24
 BUCKETS = CATEGORIES * HOURS
 TILE = 16
@@ -47,14 +49,15 @@ class DemoData:
 
 
 def _lists(values: np.ndarray, lengths: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
-    arrow_mask = None
-    if mask is not None:  # null rows hold no elements (older Parquet writers insist)
-        values = values[np.repeat(~mask, lengths)]
-        lengths = np.where(mask, 0, lengths)
-        arrow_mask = pa.array(mask)
-    offsets = np.zeros(len(lengths) + 1, np.int32)
+    offsets = np.zeros(len(lengths) + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values), mask=arrow_mask)
+    arrow_mask = None
+    if mask is not None:  # null rows hold no elements, as in tensor_array
+        offsets, values = _without_rows(offsets, values, ~mask)
+        arrow_mask = pa.array(mask)
+    return pa.ListArray.from_arrays(
+        pa.array(offsets.astype(np.int32)), pa.array(values), mask=arrow_mask
+    )
 
 
 def _tensors(values: np.ndarray, sizes: np.ndarray, shapes: np.ndarray) -> pa.StructArray:
