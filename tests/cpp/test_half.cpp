@@ -230,5 +230,43 @@ TEST(HalfReductions, MinMaxRoundingPerUpdateIsExact) {
   expect_rounding_per_update_is_exact<bfloat16, MinOp<bfloat16>>(0x7f81, 0xffc0);
 }
 
+// half_min_max works on the bits; it must equal converting both operands to
+// float32, combining and rounding back. Every target bit pattern against the
+// special patterns of both signs (zeros, smallest and largest subnormals and
+// normals, infinities, signalling and quiet NaNs) and random ones.
+template <class H, class Op>
+void expect_min_max_on_bits_is_the_float32_fold(uint16_t inf) {
+  const uint16_t quiet = uint16_t((inf >> 1) & ~inf);  // the highest mantissa bit
+  std::vector<uint16_t> others;
+  for (uint16_t mag : {uint16_t(0), uint16_t(1), uint16_t(inf - 1), uint16_t(inf + 1),
+                       uint16_t(0x0100), uint16_t(inf), uint16_t(inf | 1), uint16_t(inf | quiet),
+                       uint16_t(0x7fff), uint16_t(inf >> 1)})
+    for (uint16_t sign : {uint16_t(0), uint16_t(0x8000)}) others.push_back(uint16_t(sign | mag));
+  std::mt19937 rng(11);
+  for (int k = 0; k < 300; ++k) others.push_back(uint16_t(rng()));
+  int64_t mismatches = 0;
+  for (uint32_t x = 0; x < 0x10000; ++x)
+    for (uint16_t y : others)
+      for (bool flip : {false, true}) {
+        H a, u;
+        a.bits = flip ? y : uint16_t(x);
+        u.bits = flip ? uint16_t(x) : y;
+        const H want = Op::store(Op::combine(Op::load(a), u), 1);
+        const H got = scatterkit::detail::half_min_max<Op>(a, u);
+        if (got.bits != want.bits && ++mismatches <= 5)
+          ADD_FAILURE() << std::hex << "a " << a.bits << " u " << u.bits << ": " << got.bits
+                        << " != " << want.bits;
+      }
+  EXPECT_EQ(mismatches, 0);
+}
+
+TEST(HalfReductions, MinMaxOnBitsIsTheFloat32Fold) {
+  using namespace scatterkit::detail;
+  expect_min_max_on_bits_is_the_float32_fold<float16, MaxOp<float16>>(0x7c00);
+  expect_min_max_on_bits_is_the_float32_fold<float16, MinOp<float16>>(0x7c00);
+  expect_min_max_on_bits_is_the_float32_fold<bfloat16, MaxOp<bfloat16>>(0x7f80);
+  expect_min_max_on_bits_is_the_float32_fold<bfloat16, MinOp<bfloat16>>(0x7f80);
+}
+
 }  // namespace
 }  // namespace test_half

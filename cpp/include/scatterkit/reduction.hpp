@@ -209,13 +209,60 @@ template <class Op, class T>
 constexpr bool folds_in_place_v =
     std::is_same_v<typename Op::Acc, T> && !std::is_same_v<Op, MeanOp<T>>;
 
+template <class Op, class T>
+constexpr bool is_min_max_v = std::is_same_v<Op, MinOp<T>> || std::is_same_v<Op, MaxOp<T>>;
+
 // Whether the fold may also run on the output elements by rounding to T after
 // every update: min and max of float16/bfloat16 pick one of their operands,
 // which T holds exactly (a NaN is quieted once, as a single final rounding does).
 template <class Op, class T>
 constexpr bool folds_through_storage_v =
-    folds_in_place_v<Op, T> ||
-    (is_half_v<T> && (std::is_same_v<Op, MinOp<T>> || std::is_same_v<Op, MaxOp<T>>));
+    folds_in_place_v<Op, T> || (is_half_v<T> && is_min_max_v<Op, T>);
+
+// Bits of a 16-bit float format: the exponent field (an infinity's magnitude)
+// and the bit that makes a NaN quiet.
+template <class T>
+struct HalfFormat;
+template <>
+struct HalfFormat<float16> {
+  static constexpr uint16_t kInf = 0x7c00, kQuiet = 0x0200;
+};
+template <>
+struct HalfFormat<bfloat16> {
+  static constexpr uint16_t kInf = 0x7f80, kQuiet = 0x0040;
+};
+
+// min/max of two 16-bit floats on their bits: what Op::store(Op::combine(
+// Op::load(a), u), 1) gives (the winner's bits, a NaN quieted), without the
+// conversions to float32 and back, which are not instructions on a baseline
+// x86-64 build: a 10M-update float16 max histogram 1.25-1.4x faster.
+template <class Op, class T>
+inline T half_min_max(T a, T u) {
+  constexpr uint16_t inf = HalfFormat<T>::kInf, quiet = HalfFormat<T>::kQuiet;
+  const int32_t mag_a = a.bits & 0x7fff, mag_u = u.bits & 0x7fff;
+  // A NaN update replaces all but a NaN target. The test reads the update
+  // alone, so the branch does not wait on the target's cache miss.
+  if (__builtin_expect(mag_u > inf, 0)) return {uint16_t((mag_a > inf ? a.bits : u.bits) | quiet)};
+  // Ordered as the values are, with -0 equal to +0.
+  const int32_t key_a = (a.bits & 0x8000) ? -mag_a : mag_a;
+  const int32_t key_u = (u.bits & 0x8000) ? -mag_u : mag_u;
+  const bool better = std::is_same_v<Op, MaxOp<T>> ? key_u > key_a : key_u < key_a;
+  // A NaN target stays, quieted. Selected with masks: GCC made `take ? u : a`
+  // a branch, which waits on the target's cache miss and mispredicts (1.3x
+  // slower on a histogram of 1M bins).
+  const uint16_t nan_a = uint16_t(0u - unsigned(mag_a > inf));
+  const uint16_t pick = uint16_t(0u - unsigned(better)) & uint16_t(~nan_a);
+  return {uint16_t((u.bits & pick) | ((a.bits | (quiet & nan_a)) & ~pick))};
+}
+
+// One update folded into an element of the output (folds_through_storage_v).
+template <class Op, class T>
+inline T fold_into_storage(T a, T u) {
+  if constexpr (is_half_v<T> && is_min_max_v<Op, T>)
+    return half_min_max<Op>(a, u);
+  else
+    return Op::store(Op::combine(Op::load(a), u), 1);
+}
 
 // Calls f(TypeTag<Op>{}) with the functor for reduction r over T (r != none).
 template <class T, class F>

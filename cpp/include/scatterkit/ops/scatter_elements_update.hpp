@@ -395,7 +395,7 @@ bool fold_block_in_place(const ElementsLayout& l, const LineBlock& blk, const I*
   return visit_block(
       l, blk, idx,
       [base, upd](int64_t, int64_t t, int64_t p) {
-        base[t] = Op::store(Op::combine(Op::load(base[t]), upd[p]), 1);
+        base[t] = fold_into_storage<Op>(base[t], upd[p]);
       },
       valid, PrefetchTarget{base, sizeof(T)});
 }
