@@ -817,11 +817,32 @@ def machine_info() -> dict[str, str]:
         ]
         if models:
             info["cpu"] = models[0]
+        # A virtual machine may name only the brand: family and model tell the core.
+        ids = {
+            key: ln.split(":", 1)[1].strip()
+            for ln in text.splitlines()
+            for key in ("cpu family", "model")
+            if ln.split(":", 1)[0].strip() == key
+        }
+        if ids:
+            info["cpu"] += f" (family {ids.get('cpu family', '?')}, model {ids.get('model', '?')})"
         flags = next((ln for ln in text.splitlines() if ln.startswith("flags")), "")
         simd = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile") if f" {f}" in flags]
         info["simd"] = ", ".join(simd) or "none of avx2/avx512"
     except OSError:
         pass
+    caches = []
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            level, kind, size = (
+                (index / name).read_text().strip() for name in ("level", "type", "size")
+            )
+        except OSError:
+            continue
+        if kind != "Instruction":
+            caches.append(f"L{level}{'d' if kind == 'Data' else ''} {size}")
+    if caches:
+        info["caches"] = ", ".join(caches)
     try:
         mem = Path("/proc/meminfo").read_text().split("\n", 1)[0].split()[1]
         info["memory"] = f"{int(mem) / 2**20:.1f} GiB"
@@ -883,7 +904,8 @@ def write_results(path: Path, rows, args, peers, missing, started, elapsed, load
         "",
         "## Machine",
         "",
-        f"- CPU: {info.get('cpu')} ({info.get('logical cpus')} logical CPUs; {info.get('simd')})",
+        f"- CPU: {info.get('cpu')} ({info.get('logical cpus')} logical CPUs; {info.get('simd')})"
+        + (f"; caches of cpu0: {info['caches']}" if "caches" in info else ""),
         f"- memory: {info.get('memory', '?')}; {info.get('os')}",
         f"- load average (1 min) at start / end: {load[0]:.2f} / {load[1]:.2f}"
         " (a shared machine: other work ran during the measurements)",
