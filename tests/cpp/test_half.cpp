@@ -232,8 +232,8 @@ TEST(HalfReductions, MinMaxRoundingPerUpdateIsExact) {
 
 // half_min_max works on the bits; it must equal converting both operands to
 // float32, combining and rounding back. Every target bit pattern against the
-// special patterns of both signs (zeros, smallest and largest subnormals and
-// normals, infinities, signalling and quiet NaNs) and random ones.
+// special patterns of both signs (zeros, subnormals, the largest normal,
+// infinities, signalling and quiet NaNs) and random ones, in both roles.
 template <class H, class Op>
 void expect_min_max_on_bits_is_the_float32_fold(uint16_t inf) {
   const uint16_t quiet = uint16_t((inf >> 1) & ~inf);  // the highest mantissa bit
