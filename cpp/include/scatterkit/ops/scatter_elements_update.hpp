@@ -412,23 +412,6 @@ struct PrefetchAlongAxis {
   }
 };
 
-// c ? a : b with b's exact bits (a NaN's payload, say), in integer
-// operations: GCC does not vectorize a float select under its default
-// -ftrapping-math.
-template <class T>
-T select_exact(bool c, T a, T b) {
-  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
-  static_assert(sizeof(T) == sizeof(Bits), "float or double");
-  Bits x, y;
-  std::memcpy(&x, &a, sizeof(T));
-  std::memcpy(&y, &b, sizeof(T));
-  const Bits mask = Bits(0) - Bits(c);
-  const Bits r = (x & mask) | (y & ~mask);
-  T out;
-  std::memcpy(&out, &r, sizeof(T));
-  return out;
-}
-
 // Bytes up to which a table of (accumulator, count) slots stays in L2: not
 // worth fetching ahead, nor replacing by fold_line_mean.
 constexpr int64_t kTableInCacheBytes = int64_t(1) << 19;
