@@ -811,23 +811,19 @@ def source_revision() -> str:
 def machine_info() -> dict[str, str]:
     info = {"cpu": platform.processor() or "?", "logical cpus": str(os.cpu_count())}
     try:
-        text = Path("/proc/cpuinfo").read_text()
-        models = [
-            ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.startswith("model name")
-        ]
-        if models:
-            info["cpu"] = models[0]
-        # A virtual machine may name only the brand: family and model tell the core.
-        ids = {
-            key: ln.split(":", 1)[1].strip()
-            for ln in text.splitlines()
-            for key in ("cpu family", "model")
-            if ln.split(":", 1)[0].strip() == key
+        # The first processor's block, "key : value" per line.
+        first = Path("/proc/cpuinfo").read_text().split("\n\n", 1)[0]
+        cpu = {
+            key.strip(): value.strip()
+            for key, sep, value in (ln.partition(":") for ln in first.splitlines())
+            if sep
         }
-        if ids:
-            info["cpu"] += f" (family {ids.get('cpu family', '?')}, model {ids.get('model', '?')})"
-        flags = next((ln for ln in text.splitlines() if ln.startswith("flags")), "")
-        simd = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile") if f" {f}" in flags]
+        info["cpu"] = cpu.get("model name", info["cpu"])
+        # A virtual machine may name only the brand: family and model tell the core.
+        if "cpu family" in cpu or "model" in cpu:
+            info["cpu"] += f" (family {cpu.get('cpu family', '?')}, model {cpu.get('model', '?')})"
+        flags = cpu.get("flags", "").split()
+        simd = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile") if f in flags]
         info["simd"] = ", ".join(simd) or "none of avx2/avx512"
     except OSError:
         pass

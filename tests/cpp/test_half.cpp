@@ -235,8 +235,7 @@ TEST(HalfReductions, MinMaxRoundingPerUpdateIsExact) {
 // special patterns of both signs (zeros, subnormals, the largest normal,
 // infinities, signalling and quiet NaNs) and random ones, in both roles.
 template <class H, class Op>
-void expect_min_max_on_bits_is_the_float32_fold(uint16_t inf) {
-  const uint16_t quiet = uint16_t((inf >> 1) & ~inf);  // the highest mantissa bit
+void expect_min_max_on_bits_is_the_float32_fold(uint16_t inf, uint16_t quiet) {
   std::vector<uint16_t> others;
   for (uint16_t mag : {uint16_t(0), uint16_t(1), uint16_t(inf - 1), uint16_t(inf + 1),
                        uint16_t(0x0100), uint16_t(inf), uint16_t(inf | 1), uint16_t(inf | quiet),
@@ -262,10 +261,10 @@ void expect_min_max_on_bits_is_the_float32_fold(uint16_t inf) {
 
 TEST(HalfReductions, MinMaxOnBitsIsTheFloat32Fold) {
   using namespace scatterkit::detail;
-  expect_min_max_on_bits_is_the_float32_fold<float16, MaxOp<float16>>(0x7c00);
-  expect_min_max_on_bits_is_the_float32_fold<float16, MinOp<float16>>(0x7c00);
-  expect_min_max_on_bits_is_the_float32_fold<bfloat16, MaxOp<bfloat16>>(0x7f80);
-  expect_min_max_on_bits_is_the_float32_fold<bfloat16, MinOp<bfloat16>>(0x7f80);
+  expect_min_max_on_bits_is_the_float32_fold<float16, MaxOp<float16>>(0x7c00, 0x0200);
+  expect_min_max_on_bits_is_the_float32_fold<float16, MinOp<float16>>(0x7c00, 0x0200);
+  expect_min_max_on_bits_is_the_float32_fold<bfloat16, MaxOp<bfloat16>>(0x7f80, 0x0040);
+  expect_min_max_on_bits_is_the_float32_fold<bfloat16, MinOp<bfloat16>>(0x7f80, 0x0040);
 }
 
 }  // namespace
