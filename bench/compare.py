@@ -71,7 +71,7 @@ class Workload:
 
 
 def canonical_workloads() -> list[Workload]:
-    f16 = {"dtype": "float16", "index_dtype": "int32"}
+    f16: dict[str, Any] = {"dtype": "float16", "index_dtype": "int32"}
     w = [
         Workload("W1", "W1", "update", "W1"),
         Workload("W2", "W2", "elements", "W2"),
@@ -117,6 +117,20 @@ class Case:
             for a in arrays
             if a is not None
         )
+
+    @property
+    def index_array(self) -> np.ndarray:
+        """The indices of an op that has them (every op but SliceScatter)."""
+        if self.indices is None:
+            raise ValueError("a SliceScatter workload has no indices")
+        return self.indices
+
+    @property
+    def slice_bounds(self) -> tuple[int, int, int]:
+        """start, stop, step of a SliceScatter workload."""
+        if self.slice is None:
+            raise ValueError("only a SliceScatter workload has a slice")
+        return self.slice
 
 
 def family_shapes(family: str, quick: bool) -> dict[str, Any]:
@@ -239,7 +253,7 @@ def sk_call(w: Workload, c: Case, data: np.ndarray, out: np.ndarray | None):
         )
     if w.op == "nd":
         return sk.scatter_nd_update(data, c.indices, c.updates, out=out)
-    start, stop, step = c.slice
+    start, stop, step = c.slice_bounds
     return sk.slice_scatter(data, c.updates, start, stop, step, c.axis, out=out)
 
 
@@ -303,7 +317,7 @@ def setup_torch(w: Workload, c: Case, threads: int):
 
     data, upd, axis = torch.from_numpy(c.data), torch.from_numpy(c.updates), c.axis
     if w.op == "update":
-        idx = torch.from_numpy(c.indices.reshape(-1).astype(np.int64, copy=False))
+        idx = torch.from_numpy(c.index_array.reshape(-1).astype(np.int64, copy=False))
         shape = (*c.data.shape[:axis], idx.numel(), *c.data.shape[axis + 1 :])
         src = upd.reshape(shape)
 
@@ -352,9 +366,9 @@ def nd_indices_for(w: Workload, c: Case) -> np.ndarray:
     """ScatterND index tuples addressing what ScatterUpdate / a strided slice addresses."""
     axis = c.axis
     if w.op == "update":
-        last = c.indices.astype(np.int64)
+        last = c.index_array.astype(np.int64)
     else:
-        start, stop, step = c.slice
+        start, stop, step = c.slice_bounds
         last = np.arange(start, stop, step, dtype=np.int64)
     lead = c.data.shape[:axis]
     grids = [
@@ -382,10 +396,10 @@ def setup_ort(w: Workload, c: Case, threads: int):
             axis=c.axis,
             reduction={"none": "none", "sum": "add", "max": "max"}[w.reduction],
         )
-        indices, updates = c.indices, c.updates
+        indices, updates = c.index_array, c.updates
     else:  # ScatterND; ScatterUpdate and SliceScatter as exporters write them
         node = helper.make_node("ScatterND", ["data", "indices", "updates"], ["out"])
-        indices = c.indices if w.op == "nd" else nd_indices_for(w, c)
+        indices = c.index_array if w.op == "nd" else nd_indices_for(w, c)
         updates = c.updates
     elem = helper.np_dtype_to_tensor_dtype
     graph = helper.make_graph(
@@ -439,7 +453,7 @@ def setup_openvino(w: Workload, c: Case, threads: int):
     elif w.op == "nd":
         node = ops15.scatter_nd_update(data, idx, upd, "none")
     else:
-        start, stop, step = (np.array([v], np.int64) for v in c.slice)
+        start, stop, step = (np.array([v], np.int64) for v in c.slice_bounds)
         node = ops15.slice_scatter(data, upd, start, stop, step, np.array([c.axis], np.int64))
     model = ov.Model([node.output(0)], params, w.name)
     config = {
@@ -681,7 +695,7 @@ class Row:
         return cell.median if cell else None
 
     def best_peer(self) -> tuple[str | None, float | None]:
-        times = {p: self.median(p) for p in PEERS if self.median(p) is not None}
+        times = {p: t for p in PEERS if (t := self.median(p)) is not None}
         if not times:
             return None, None
         name = min(times, key=times.__getitem__)
@@ -1008,6 +1022,7 @@ def main(argv: list[str] | None = None) -> int:
             case = None
             gc.collect()
             case, case_key = make_case(w, args.quick), key
+        assert case is not None
         traffic = traffic_bytes(w, case)
         for t in threads:
             step += 1
