@@ -47,8 +47,9 @@ import scatterkit as sk
 from scatterkit.spark import functions as skf
 from scatterkit.spark._stats import new_stats
 from scatterkit.spark._types import tensor_struct
+from scatterkit.spark.direct import resolve_paths
 from scatterkit.spark.job import _run_arrow as run_arrow
-from scatterkit.spark.job import choose_engine, transform
+from scatterkit.spark.job import transform
 from scatterkit.spark.session import DEFAULT_CONF, build_session
 from scatterkit.spark.spec import JobSpec
 
@@ -128,7 +129,7 @@ def generate(size: Size, path: Path, seed: int = 0) -> Path:
 
 def scatterkit_arrow(spark: SparkSession, path: Path, out: Path, stats) -> None:
     source = spark.read.parquet(str(path))
-    paths = choose_engine("arrow", str(path), str(out))
+    paths = resolve_paths(str(path), str(out))
     run_arrow(spark, source, JobSpec.from_dict(SPEC), paths, "fail", "overwrite", stats)
 
 
@@ -149,7 +150,8 @@ def scatterkit_column(spark: SparkSession, path: Path, out: Path, stats) -> None
 def pandas_udf_numpy(spark: SparkSession, path: Path, out: Path, stats) -> None:
     from pyspark.sql.functions import pandas_udf
 
-    @pandas_udf(tensor_struct("float"))
+    # pyspark's stubs leave StructType out of pandas_udf's return types; Spark accepts it.
+    @pandas_udf(tensor_struct("float"))  # type: ignore[call-overload]
     def scatter_sum(data: pd.DataFrame, idx: pd.DataFrame, upd: pd.DataFrame) -> pd.DataFrame:
         values, shapes = [], []
         for v, s, i, i_shape, u in zip(
