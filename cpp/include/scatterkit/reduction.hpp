@@ -220,8 +220,8 @@ template <class Op, class T>
 constexpr bool folds_through_storage_v =
     folds_in_place_v<Op, T> || (is_half_v<T> && is_min_max_v<Op, T>);
 
-// c ? a : b with b's exact bits (a NaN's payload, say), in integer
-// operations: GCC does not vectorize a float select under its default
+// c ? a : b keeping the chosen value's exact bits (a NaN's payload, say), in
+// integer operations: GCC does not vectorize a float select under its default
 // -ftrapping-math, and may compile a select to a branch on the data.
 template <class T>
 T select_exact(bool c, T a, T b) {
