@@ -79,6 +79,7 @@ void bind_scatter_elements_update(py::module_& m);
 void bind_scatter_nd_update(py::module_& m);
 void bind_slice_scatter(py::module_& m);
 void bind_batch(py::module_& m);
+void bind_exact(py::module_& m);
 void bind_output_pool(py::module_& m);
 
 }  // namespace scatterkit::bindings

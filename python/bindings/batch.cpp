@@ -58,7 +58,7 @@ void bind_batch(py::module_& m) {
          const std::optional<py::tuple>& indices, const py::tuple& updates, py::array& out,
          const std::string& dtype, int64_t axis, const std::string& reduction, bool use_init_val,
          bool allow_negative, const std::vector<int64_t>& starts, const std::vector<int64_t>& stops,
-         const std::vector<int64_t>& steps, const std::vector<int64_t>& axes,
+         const std::vector<int64_t>& steps, const std::vector<int64_t>& axes, bool exact,
          const std::string& name) {
         const char* op = name.c_str();
         BatchOp b;
@@ -67,7 +67,7 @@ void bind_batch(py::module_& m) {
         b.axis = axis;
         b.reduction = reduction_from_name(reduction);
         b.use_init_val = use_init_val;
-        b.options = OpOptions{allow_negative, op};
+        b.options = OpOptions{allow_negative, op, false, exact};
         b.starts = starts;
         b.stops = stops;
         b.steps = steps;
@@ -100,7 +100,7 @@ void bind_batch(py::module_& m) {
       py::arg("kind"), py::arg("rows"), py::arg("data"), py::arg("indices"), py::arg("updates"),
       py::arg("out"), py::arg("dtype"), py::arg("axis"), py::arg("reduction"),
       py::arg("use_init_val"), py::arg("allow_negative"), py::arg("starts"), py::arg("stops"),
-      py::arg("steps"), py::arg("axes"), py::arg("name"),
+      py::arg("steps"), py::arg("axes"), py::arg("exact"), py::arg("name"),
       "Applies one op to every ragged row; returns a message per row ('' when it succeeded).");
 }
 

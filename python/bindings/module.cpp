@@ -24,6 +24,7 @@ PYBIND11_MODULE(_core, m) {
   scatterkit::bindings::bind_scatter_nd_update(m);
   scatterkit::bindings::bind_slice_scatter(m);
   scatterkit::bindings::bind_batch(m);
+  scatterkit::bindings::bind_exact(m);
   scatterkit::bindings::bind_output_pool(m);
 
   m.def("set_num_threads", &scatterkit::set_num_threads, py::arg("n"),

@@ -19,6 +19,7 @@ from . import (
     _check_numpy,  # noqa: F401  (first: refuses NumPy 1.x)
     _core,
 )
+from ._exact import exact_finish, exact_fold, exact_merge, exact_state, exact_state_words
 from ._api import (
     get_num_threads,
     get_op,
@@ -35,6 +36,11 @@ __version__: str = _core.__version__
 
 __all__ = [
     "__version__",
+    "exact_finish",
+    "exact_fold",
+    "exact_merge",
+    "exact_state",
+    "exact_state_words",
     "get_cmake_dir",
     "get_include",
     "get_num_threads",

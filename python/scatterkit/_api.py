@@ -38,7 +38,7 @@ def _scatter_update(data, indices, updates, axis, out, *, name):
 
 
 def _scatter_elements_update(
-    data, indices, updates, axis, out, *, reduction, use_init_val, allow_negative, name
+    data, indices, updates, axis, out, *, reduction, use_init_val, allow_negative, name, exact=False
 ):
     data = as_data(data, name)
     idx = as_indices(indices, name)
@@ -46,27 +46,31 @@ def _scatter_elements_update(
     ax = as_axis(axis, name)
     red = check_reduction(reduction, name, ELEMENTS_REDUCTIONS)
     init = check_bool(use_init_val, "use_init_val", name)
+    exact = check_bool(exact, "exact", name)
     tag = dtype_tag(data.dtype)
 
     def kernel(src, dst):
         # dst is not the caller's out: a buffer of ours, dropped if the kernel raises
         fresh = dst is not out
         _core.scatter_elements_update(
-            src, idx, upd, ax, dst, tag, red, init, allow_negative, fresh, name
+            src, idx, upd, ax, dst, tag, red, init, allow_negative, fresh, exact, name
         )
 
     return execute(name, data, out, (idx, upd), kernel)
 
 
-def _scatter_nd_update(data, indices, updates, out, *, reduction, allow_negative, name):
+def _scatter_nd_update(
+    data, indices, updates, out, *, reduction, allow_negative, name, exact=False
+):
     data = as_data(data, name)
     idx = as_indices(indices, name)
     upd = as_updates(updates, data.dtype, name)
     red = check_reduction(reduction, name, ND_REDUCTIONS)
+    exact = check_bool(exact, "exact", name)
     tag = dtype_tag(data.dtype)
 
     def kernel(src, dst):
-        _core.scatter_nd_update(src, idx, upd, dst, tag, red, allow_negative, name)
+        _core.scatter_nd_update(src, idx, upd, dst, tag, red, allow_negative, exact, name)
 
     return execute(name, data, out, (idx, upd), kernel)
 
@@ -148,6 +152,7 @@ def scatter_elements_update(
     *,
     reduction: str = "none",
     use_init_val: bool = True,
+    exact: bool = False,
     out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Copy of `data` with single elements updated along `axis` (ScatterElementsUpdate-12).
@@ -176,6 +181,12 @@ def scatter_elements_update(
     use_init_val : bool
         If False, targeted elements start from the reduction's identity instead of
         `data` (untargeted ones keep `data`). No effect for "none".
+    exact : bool
+        For float data: sum and mean are the exact real sum of the terms (the initial
+        value with `use_init_val`, and the updates) rounded once, nearest-even; min and
+        max order -0 below +0 and turn any NaN into the default quiet NaN. The bits then
+        do not depend on the order of the updates or the thread count. "none" and
+        "prod" are ValueErrors; integer and bool data are unchanged (already exact).
     out : ndarray, optional
         Where to write the result: data's shape and (native) dtype; ``out=data`` is in place.
 
@@ -210,6 +221,7 @@ def scatter_elements_update(
         use_init_val=use_init_val,
         allow_negative=True,
         name="scatter_elements_update",
+        exact=exact,
     )
 
 
@@ -219,6 +231,7 @@ def scatter_nd_update(
     updates: ArrayLike,
     *,
     reduction: str = "none",
+    exact: bool = False,
     out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Copy of `data` with elements or slices at index tuples updated (ScatterNDUpdate-3/15).
@@ -238,6 +251,10 @@ def scatter_nd_update(
         Shape ``indices.shape[:-1] + data.shape[k:]``; a one-element tensor where that is ().
     reduction : {"none", "sum", "sub", "prod", "min", "max"}
         The ScatterNDUpdate-15 reductions; duplicates fold in C order. On bool, sub is XOR.
+    exact : bool
+        For float data: sum and sub are exact (the real sum rounded once), min and max
+        free of order (-0 below +0, any NaN the default quiet NaN); see
+        `scatter_elements_update`. "none" and "prod" are ValueErrors.
     out : ndarray, optional
         Where to write the result; ``out=data`` is in place.
 
@@ -269,6 +286,7 @@ def scatter_nd_update(
         reduction=reduction,
         allow_negative=True,
         name="scatter_nd_update",
+        exact=exact,
     )
 
 

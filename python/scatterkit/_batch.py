@@ -113,6 +113,7 @@ def run_batch(
     axis: Any = 0,
     reduction: str = "none",
     use_init_val: bool = True,
+    exact: bool = False,
     start: Any = None,
     stop: Any = None,
     step: Any = None,
@@ -122,7 +123,8 @@ def run_batch(
     Returns the output values (data's offsets and shapes apply to them) and one
     entry per row: None when the row succeeded, else its error message (the
     output row is then a copy of the data row). Raises only for a malformed
-    batch or bad attributes, never for a bad row.
+    batch or bad attributes, never for a bad row. `exact` is as in
+    `scatter_elements_update` and `scatter_nd_update`.
     """
     if op not in _BATCH_OPS:
         raise ValueError(
@@ -140,6 +142,10 @@ def run_batch(
             f"{name}: reduction {red!r} is not one of this version's ({', '.join(reductions)})"
         )
     init = check_bool(use_init_val, "use_init_val", name)
+    exact = check_bool(exact, "exact", name)
+    float_data = dtype_tag(values.dtype) in ("float16", "bfloat16", "float32", "float64")
+    if exact and float_data and red in ("none", "prod"):
+        raise ValueError(f"{name}: exact=True is not defined for reduction {red!r} on float data")
 
     idx_parts = None
     if kind != "slice_scatter":
@@ -179,6 +185,7 @@ def run_batch(
         stops,
         steps,
         axes,
+        exact,
         name,
     )
     # Values before the first row and after the last belong to no row: keep data's.

@@ -15,3 +15,12 @@
 #else
 #define SCATTERKIT_KERNELS without_openmp
 #endif
+
+// For small functions that must inline into a hot loop.
+#if defined(__GNUC__)
+#define SCATTERKIT_ALWAYS_INLINE inline __attribute__((always_inline))
+#elif defined(_MSC_VER)
+#define SCATTERKIT_ALWAYS_INLINE __forceinline
+#else
+#define SCATTERKIT_ALWAYS_INLINE inline
+#endif

@@ -20,6 +20,7 @@
 
 #include "scatterkit/dtype.hpp"
 #include "scatterkit/errors.hpp"
+#include "scatterkit/float_format.hpp"
 #include "scatterkit/half.hpp"
 
 namespace scatterkit {
@@ -274,6 +275,37 @@ inline T half_min_max(T a, T u) {
   return select_exact(better & !nan_a, u, kept);
 }
 
+// min/max whose result does not depend on the order of the updates
+// (exact=True): -0 orders below +0, and any NaN, in the target or the update,
+// gives the default quiet NaN. On the bits, with selects (no branch on the
+// target, which waits on its cache miss).
+template <class T, bool kMax>
+struct ExactMinMaxOp {
+  using Acc = T;
+  using Bits = typename FloatFormat<T>::Bits;
+  static constexpr Bits kSign = Bits(Bits(1) << (sizeof(Bits) * 8 - 1));
+  static T identity() { return signed_infinity<T>(kMax); }
+  static T load(T v) { return v; }
+  static T store(T a, int64_t) { return a; }
+  // Float order as unsigned integers, with -0 < +0.
+  static Bits key(Bits b) { return (b & kSign) ? Bits(~b) : Bits(b | kSign); }
+  static T combine(T a, T u) {
+    const Bits inf = to_bits(signed_infinity<T>(false));
+    const Bits ba = to_bits(a), bu = to_bits(u);
+    if (__builtin_expect(Bits(bu & ~kSign) > inf, 0)) return canonical_nan<T>();
+    const bool better = kMax ? key(bu) > key(ba) : key(bu) < key(ba);
+    const bool nan_a = Bits(ba & ~kSign) > inf;
+    return select_exact(nan_a, canonical_nan<T>(), select_exact(better, u, a));
+  }
+};
+template <class T>
+using ExactMinOp = ExactMinMaxOp<T, false>;
+template <class T>
+using ExactMaxOp = ExactMinMaxOp<T, true>;
+
+template <class T>
+constexpr bool is_float_v = is_half_v<T> || std::is_floating_point_v<T>;
+
 // One update folded into an element of the output (folds_through_storage_v).
 template <class Op, class T>
 inline T fold_into_storage(T a, T u) {
@@ -284,8 +316,15 @@ inline T fold_into_storage(T a, T u) {
 }
 
 // Calls f(TypeTag<Op>{}) with the functor for reduction r over T (r != none).
+// `exact` (float T, min or max only: exact sums have kernels of their own)
+// picks the order-free min/max.
 template <class T, class F>
-decltype(auto) visit_reduction(const char* op, Reduction r, F&& f) {
+decltype(auto) visit_reduction(const char* op, Reduction r, F&& f, bool exact = false) {
+  if constexpr (is_float_v<T>) {
+    if (exact && r == Reduction::kMin) return f(TypeTag<ExactMinOp<T>>{});
+    if (exact && r == Reduction::kMax) return f(TypeTag<ExactMaxOp<T>>{});
+    if (exact) throw_value_error(op, "internal: visit_reduction called for an exact sum");
+  }
   switch (r) {
     case Reduction::kSum: return f(TypeTag<SumOp<T>>{});
     case Reduction::kSub: return f(TypeTag<SubOp<T>>{});

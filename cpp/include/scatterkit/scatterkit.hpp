@@ -12,6 +12,8 @@
 #include "scatterkit/batch.hpp"
 #include "scatterkit/dtype.hpp"
 #include "scatterkit/errors.hpp"
+#include "scatterkit/exact.hpp"
+#include "scatterkit/exact_state.hpp"
 #include "scatterkit/half.hpp"
 #include "scatterkit/ops/scatter_elements_update.hpp"
 #include "scatterkit/ops/scatter_nd_update.hpp"

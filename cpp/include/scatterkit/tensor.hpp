@@ -55,6 +55,10 @@ struct OpOptions {
   // allocated), so the op may write to it before every index is checked: a
   // histogram then folds straight into it instead of into a scratch copy.
   bool discard_out_on_error = false;
+  // Float sums and means exact (the real sum rounded once), min/max free of
+  // order (-0 < +0, one NaN): the same bits for every order of the updates.
+  // Other reductions of float data are an error; other types are unchanged.
+  bool exact = false;
 };
 
 namespace detail {
@@ -168,6 +172,26 @@ inline void check_reduction(const char* op, Reduction reduction, DType dtype,
                              "' needs an arithmetic element type (bool, integer or float)");
   if (reduction == Reduction::kMean && dtype == DType::kBool)
     throw_type_error(op, "reduction 'mean' is not supported for bool data");
+}
+
+// Whether options.exact applies: float data, with one of the reductions that
+// `supported` lists (else ValueError, naming the reduction).
+inline bool exact_applies(const char* op, const OpOptions& options, DType dtype,
+                          Reduction reduction, std::initializer_list<Reduction> supported) {
+  const bool is_float = dtype == DType::kFloat16 || dtype == DType::kBFloat16 ||
+                        dtype == DType::kFloat32 || dtype == DType::kFloat64;
+  if (!options.exact || !is_float) return false;
+  std::string names;
+  bool ok = false;
+  for (Reduction r : supported) {
+    ok |= r == reduction;
+    names += std::string(names.empty() ? "" : ", ") + reduction_name(r);
+  }
+  if (!ok)
+    throw_value_error(op, std::string("exact=True is not defined for reduction '") +
+                              reduction_name(reduction) + "' on float data (it is for " + names +
+                              ")");
+  return true;
 }
 
 }  // namespace detail

@@ -25,6 +25,7 @@
 
 #include "scatterkit/config.hpp"
 #include "scatterkit/copy.hpp"
+#include "scatterkit/exact_sum.hpp"
 #include "scatterkit/index.hpp"
 #include "scatterkit/parallel.hpp"
 #include "scatterkit/prefetch.hpp"
@@ -180,16 +181,6 @@ void for_each_line_block(const ElementsLayout& l, int64_t bytes, int64_t max_lin
   });
 }
 
-// visit_block must inline into its caller: called out of line, its loop
-// reloaded the caller's captures on every update (W6 sum 7% slower).
-#if defined(__GNUC__)
-#define SCATTERKIT_ALWAYS_INLINE inline __attribute__((always_inline))
-#elif defined(_MSC_VER)
-#define SCATTERKIT_ALWAYS_INLINE __forceinline
-#else
-#define SCATTERKIT_ALWAYS_INLINE inline
-#endif
-
 // Accepts every index: the indices were validated in a pass of their own.
 struct Prevalidated {
   template <class I>
@@ -294,6 +285,8 @@ inline bool visit_line(const ElementsLayout& l, const LineBlock& blk, const I* i
   return true;
 }
 
+// visit_block must inline into its caller: called out of line, its loop
+// reloaded the caller's captures on every update (W6 sum 7% slower).
 // Calls f(a, t, p) for every update of the block, in C order within each line:
 // a is its target coordinate along the axis, t the target's data offset from
 // the base of the block's first outer position (elements) and p the update's
@@ -640,6 +633,8 @@ struct IndexRange {
 template <class Op, class T>
 constexpr bool merges_exactly_v =
     folds_in_place_v<Op, T> && (std::is_same_v<Op, MinOp<T>> || std::is_same_v<Op, MaxOp<T>> ||
+                                std::is_same_v<Op, ExactMinOp<T>> ||
+                                std::is_same_v<Op, ExactMaxOp<T>> ||
                                 (!std::is_floating_point_v<T> &&
                                  (std::is_same_v<Op, SumOp<T>> || std::is_same_v<Op, ProdOp<T>>)));
 
@@ -660,7 +655,7 @@ inline int64_t line_parts(const ElementsLayout& l, int64_t table_bytes, int64_t 
 template <class Op, class T>
 void merge_tables(T* acc, const T* part, int64_t n) {
   for (int64_t x = 0; x < n; ++x) {
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (std::is_floating_point_v<T> && is_min_max_v<Op, T>) {
       const T a = acc[x], v = part[x];
       const bool better = std::is_same_v<Op, MaxOp<T>> ? a < v : v < a;
       const bool take = (better | (v != v)) & (a == a);  // combine's NaN rules
@@ -778,6 +773,135 @@ void scatter_elements_reduce(const ElementsLayout& l, const I* idx, const T* upd
       copy);
 }
 
+// Whether a table per part of the updates stays small next to the updates:
+// else the sparse path (exact_elements_sorted).
+inline bool exact_table_fits(int64_t elements, int64_t updates) {
+  return elements <= 4 * updates + (int64_t(1) << 16);
+}
+
+// Exact sum or mean along the lines of ScatterElementsUpdate, with a table
+// of `count` slots (data's elements) per part. Each index is checked as it is
+// read (valid); returns false, with out untouched, if one is bad.
+template <class T, class KI>
+bool exact_elements_dense(const ElementsLayout& l, const KI* idx, const T* upd, const T* data,
+                          T* out, int64_t count, bool mean, bool use_init_val, IndexRange valid,
+                          int64_t bytes) {
+  const int64_t updates = l.outer * l.along * l.inner;
+  const int64_t parts =
+      std::max<int64_t>(1, std::min<int64_t>(threads_for(l.along, bytes), 1 + 2 * updates / count));
+  // Targets are told apart from untargeted elements (which keep data) by
+  // their counts: needed for the mean, without use_init_val, and for a NaN
+  // in data, which a targeted element turns into the default NaN.
+  bool counted = mean || !use_init_val;
+  if (!counted) {
+    std::atomic<bool> nan{false};
+    parallel_for(count, count * int64_t(sizeof(T)), [&](int64_t b, int64_t e) {
+      bool any = false;
+      for (int64_t x = b; x < e; ++x) any |= exact_double(data[x]) != exact_double(data[x]);
+      if (any) nan.store(true);
+    });
+    counted = nan.load();
+  }
+  const std::unique_ptr<double[]> table(new double[size_t(parts * count)]);
+  std::unique_ptr<uint32_t[]> counts;
+  if (counted) counts.reset(new uint32_t[size_t(parts * count)]);
+  std::vector<ExactSlots<T>> slots(static_cast<size_t>(parts));
+  std::vector<const double*> tables(static_cast<size_t>(parts));
+  for (int64_t k = 0; k < parts; ++k) tables[size_t(k)] = table.get() + k * count;
+  std::atomic<bool> bad{false};
+  parallel_for(parts, bytes, [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) {
+      double* tab = table.get() + k * count;
+      ExactSlots<T>& sl = slots[size_t(k)];
+      // -0 is the identity of IEEE addition: -0 + -0 = -0, -0 + +0 = +0.
+      std::fill_n(tab, count, -0.0);
+      if (k == 0 && use_init_val)
+        for (int64_t x = 0; x < count; ++x) {
+          const double v = exact_double(data[x]);
+          if (std::isfinite(v))
+            tab[x] = v;
+          else
+            sl.add(tab + x, v);
+        }
+      uint32_t* cnt = counted ? counts.get() + k * count : nullptr;
+      if (cnt) std::fill_n(cnt, count, 0u);
+      const int64_t j0 = l.along * k / parts, j1 = l.along * (k + 1) / parts;
+      for (int64_t o = 0; o < l.outer && !bad.load(std::memory_order_relaxed); ++o) {
+        double* base = tab + l.outer_at(o);
+        uint32_t* cbase = cnt ? cnt + l.outer_at(o) : nullptr;
+        for (int64_t i = 0; i < l.inner; ++i) {
+          const LineBlock part{o, o + 1, i, i + 1, j0, j1};
+          const bool ok =
+              cbase ? visit_block(
+                          l, part, idx,
+                          [&sl, base, cbase, upd](int64_t, int64_t t, int64_t p) {
+                            sl.add(base + t, exact_double(upd[p]));
+                            ++cbase[t];
+                          },
+                          valid, PrefetchTarget{base, sizeof(double)})
+                    : visit_block(
+                          l, part, idx,
+                          [&sl, base, upd](int64_t, int64_t t, int64_t p) {
+                            sl.add(base + t, exact_double(upd[p]));
+                          },
+                          valid, PrefetchTarget{base, sizeof(double)});
+          if (!ok) {
+            bad.store(true, std::memory_order_relaxed);
+            break;
+          }
+        }
+      }
+    }
+  });
+  if (bad.load()) return false;
+  parallel_for(count, count * int64_t(sizeof(T) + parts * 12), [&](int64_t b, int64_t e) {
+    for (int64_t x = b; x < e; ++x) {
+      uint64_t n = use_init_val ? 1 : 0;
+      if (counted) {
+        uint64_t hits = 0;
+        for (int64_t k = 0; k < parts; ++k) hits += counts[size_t(k * count + x)];
+        if (hits == 0) {  // untargeted: keeps data
+          out[x] = data[x];
+          continue;
+        }
+        n += hits;
+      }
+      out[x] = finish_parts<T>(slots.data(), tables.data(), parts, x, mean, n);
+    }
+  });
+  return true;
+}
+
+// The same for few updates into many elements (indices already checked):
+// the updates are sorted by target, and each target's run is summed.
+template <class T, class KI>
+void exact_elements_sorted(const ElementsLayout& l, const KI* idx, const T* upd, T* out, bool mean,
+                           bool use_init_val, int64_t bytes) {
+  std::vector<std::pair<int64_t, int64_t>> hits;  // (target, update)
+  hits.reserve(size_t(l.outer * l.along * l.inner));
+  for (int64_t o = 0; o < l.outer; ++o) {
+    const int64_t base = l.outer_at(o);
+    visit_block(l, LineBlock{o, o + 1, 0, l.inner, 0, l.along}, idx,
+                [&](int64_t, int64_t t, int64_t p) { hits.push_back({base + t, p}); });
+  }
+  std::sort(hits.begin(), hits.end());
+  std::vector<int64_t> starts;
+  for (size_t h = 0; h < hits.size(); ++h)
+    if (h == 0 || hits[h].first != hits[h - 1].first) starts.push_back(int64_t(h));
+  starts.push_back(int64_t(hits.size()));
+  parallel_for(int64_t(starts.size()) - 1, bytes, [&](int64_t g0, int64_t g1) {
+    for (int64_t g = g0; g < g1; ++g) {
+      const int64_t t = hits[size_t(starts[size_t(g)])].first;
+      ExactRun<T> run;
+      if (use_init_val) run.add(exact_double(out[t]));
+      for (int64_t h = starts[size_t(g)]; h < starts[size_t(g) + 1]; ++h)
+        run.add(exact_double(upd[hits[size_t(h)].second]));
+      const uint64_t n = uint64_t(starts[size_t(g) + 1] - starts[size_t(g)]) + (use_init_val ? 1 : 0);
+      out[t] = run.finish(mean, n);
+    }
+  });
+}
+
 // scatter_elements_update on inputs the public entry has checked (buffers, element types)
 // and set apart from out (data may be out).
 inline void scatter_elements_update_unaliased(const TensorRef& data, const IndexRef& indices,
@@ -809,6 +933,11 @@ inline void scatter_elements_update_unaliased(const TensorRef& data, const Index
     throw_value_error(op, "reductions support at most 4294967293 updates along the axis");
   if (numel(data.shape) != 0 && out == nullptr) throw_value_error(op, "out is a null pointer");
 
+  const bool exact = exact_applies(op, options, data.dtype, reduction,
+                                   {Reduction::kSum, Reduction::kMean, Reduction::kMin,
+                                    Reduction::kMax});
+  const bool exact_sum = exact && (reduction == Reduction::kSum || reduction == Reduction::kMean);
+
   const int64_t data_bytes = numel(data.shape) * int64_t(data.itemsize);
   visit_index(indices.type, [&](auto tag) {
     using I = typename decltype(tag)::type;
@@ -822,6 +951,32 @@ inline void scatter_elements_update_unaliased(const TensorRef& data, const Index
                       fused_validation_pays(data_bytes, n * int64_t(sizeof(I)));
     const ElementsLayout layout =
         n > 0 ? make_elements_layout(data.shape, indices.shape, size_t(axis)) : ElementsLayout{};
+    const KI* idx = reinterpret_cast<const KI*>(raw);
+    // Each update touches a target cache line of its own (random along the axis).
+    const int64_t bytes = n * int64_t(64 + data.itemsize + sizeof(KI));
+    if (exact_sum) {
+      visit_arithmetic(op, data.dtype, [&](auto type) {
+        using T = typename decltype(type)::type;
+        if constexpr (is_float_v<T>) {
+          const T* upd = static_cast<const T*>(updates.data);
+          const T* in = static_cast<const T*>(data.data);
+          T* dst = static_cast<T*>(out);
+          const int64_t size = layout.axis_size, count = numel(data.shape);
+          const bool mean = reduction == Reduction::kMean;
+          const bool negative_ok = options.allow_negative_indices && std::is_signed_v<I>;
+          if (n > 0 && exact_table_fits(count, n)) {
+            if (!exact_elements_dense(layout, idx, upd, in, dst, count, mean, use_init_val,
+                                      IndexRange{negative_ok ? -size : 0, size}, bytes))
+              validate();  // throws, naming the first bad index
+            return;
+          }
+          validate();
+          parallel_copy(out, data.data, data_bytes);
+          if (n > 0) exact_elements_sorted(layout, idx, upd, dst, mean, use_init_val, bytes);
+        }
+      });
+      return;
+    }
     // out from data: piece by piece as the kernel goes, or in one pass now
     CopyFirst copy{static_cast<char*>(out), nullptr, data.itemsize};
     if (!fuse && out != data.data && copy_in_pieces_pays(layout, data.itemsize))
@@ -832,9 +987,6 @@ inline void scatter_elements_update_unaliased(const TensorRef& data, const Index
       if (copy.data == nullptr) parallel_copy(out, data.data, data_bytes);
     }
     if (n == 0) return;
-    const KI* idx = reinterpret_cast<const KI*>(raw);
-    // Each update touches a target cache line of its own (random along the axis).
-    const int64_t bytes = n * int64_t(64 + data.itemsize + sizeof(KI));
     if (reduction == Reduction::kNone) {
       visit_width(data.itemsize, [&](auto width) {
         scatter_elements_move<typename decltype(width)::type>(
@@ -864,7 +1016,7 @@ inline void scatter_elements_update_unaliased(const TensorRef& data, const Index
         }
         scatter_elements_reduce<Op>(layout, idx, upd, static_cast<T*>(out), use_init_val, bytes,
                                     copy);
-      });
+      }, exact);
     });
   });
 }

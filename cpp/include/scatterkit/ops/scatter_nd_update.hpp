@@ -19,6 +19,7 @@
 
 #include "scatterkit/config.hpp"
 #include "scatterkit/copy.hpp"
+#include "scatterkit/exact_sum.hpp"
 #include "scatterkit/index.hpp"
 #include "scatterkit/parallel.hpp"
 #include "scatterkit/reduction.hpp"
@@ -110,6 +111,34 @@ void scatter_nd_reduce(const SlabGroups& g, const T* upd, T* out, int64_t slab, 
   });
 }
 
+// Exact sum (or, with `subtract`, data minus the updates) of ScatterNDUpdate
+// over slabs grouped by target; out holds data.
+template <class T>
+void exact_nd_sum(const SlabGroups& g, const T* upd, T* out, int64_t slab, bool subtract,
+                  int64_t bytes) {
+  constexpr int64_t kChunk = 256;
+  for_each_group_chunk(g, slab, kChunk, bytes, [&](int64_t grp, int64_t c0, int64_t c1) {
+    T* dst = out + g.target[size_t(grp)] * slab;
+    const int64_t begin = g.group_begin[size_t(grp)], end = g.group_begin[size_t(grp) + 1];
+    ExactSlots<T> slots;
+    double acc[kChunk];
+    for (int64_t e = c0; e < c1; ++e) {
+      acc[e - c0] = -0.0;
+      slots.add(&acc[e - c0], exact_double(dst[e]));
+    }
+    for (int64_t q = begin; q < end; ++q) {
+      const T* src = upd + g.order[size_t(q)] * slab;
+      for (int64_t e = c0; e < c1; ++e) {
+        const double v = exact_double(src[e]);
+        slots.add(&acc[e - c0], subtract ? -v : v);
+      }
+    }
+    const double* tables[1] = {acc};
+    for (int64_t e = c0; e < c1; ++e)
+      dst[e] = finish_parts<T>(&slots, tables, 1, e - c0, false, uint64_t(end - begin + 1));
+  });
+}
+
 // Few updates (one thread's worth): apply them one by one in C order, which is
 // the definition itself; grouping by target only exists so that threads never
 // share one. Only where each step is exact in T (no wider accumulator), so the
@@ -147,6 +176,9 @@ inline void scatter_nd_update_unaliased(const TensorRef& data, const IndexRef& i
   expected.insert(expected.end(), data.shape.begin() + k, data.shape.end());
   const bool single_element_ok = expected.empty() && numel(updates.shape) == 1;
   if (!single_element_ok) check_updates_shape(op, updates.shape, expected);
+  const bool exact = exact_applies(op, options, data.dtype, reduction,
+                                   {Reduction::kSum, Reduction::kSub, Reduction::kMin,
+                                    Reduction::kMax});
   const int64_t tuples = numel(batch);
   const int64_t slab = product(data.shape, k, rank);
   if (numel(data.shape) != 0 && out == nullptr) throw_value_error(op, "out is a null pointer");
@@ -192,6 +224,13 @@ inline void scatter_nd_update_unaliased(const TensorRef& data, const IndexRef& i
         using Op = typename decltype(red)::type;
         const T* upd = static_cast<const T*>(updates.data);
         T* dst = static_cast<T*>(out);
+        if constexpr (is_float_v<T>) {
+          if (exact && (reduction == Reduction::kSum || reduction == Reduction::kSub)) {
+            exact_nd_sum(group_by_slab(idx, tuples, k, data.shape), upd, dst, slab,
+                         reduction == Reduction::kSub, bytes);
+            return;
+          }
+        }
         if constexpr (folds_in_place_v<Op, T>) {
           if (in_order) {
             scatter_nd_in_order(idx, tuples, k, data.shape, [&](int64_t t, int64_t p) {
@@ -203,7 +242,7 @@ inline void scatter_nd_update_unaliased(const TensorRef& data, const IndexRef& i
           }
         }
         scatter_nd_reduce<Op>(group_by_slab(idx, tuples, k, data.shape), upd, dst, slab, bytes);
-      });
+      }, exact && (reduction == Reduction::kMin || reduction == Reduction::kMax));
     });
   });
 }

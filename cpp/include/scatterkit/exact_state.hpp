@@ -1,0 +1,168 @@
+// Mergeable exact-sum states, for aggregation in several places (Spark tasks,
+// batches, threads): fold updates into states, merge states, finish them.
+// Any split of the updates, merged in any order and grouping, finishes to
+// the bits of scatter_nd_update(..., exact = true) over all of them.
+//
+//   std::vector<uint64_t> st(n * exact_state_words(DType::kFloat32));   // zeros: empty
+//   exact_state_fold(DType::kFloat32, st.data(), {n}, indices, updates);
+//   exact_state_merge(DType::kFloat32, st.data(), other.data(), n);
+//   exact_state_finish(DType::kFloat32, st.data(), n, false, out.data());
+//
+// A state is exact_state_words(dtype) uint64 words per element; exact.hpp
+// describes them. All zeros is the empty state (no terms).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "scatterkit/config.hpp"
+#include "scatterkit/exact.hpp"
+#include "scatterkit/index.hpp"
+#include "scatterkit/tensor.hpp"
+
+namespace scatterkit {
+
+namespace detail {
+
+template <class F>
+decltype(auto) visit_float(const char* op, DType t, F&& f) {
+  switch (t) {
+    case DType::kFloat16: return f(TypeTag<float16>{});
+    case DType::kBFloat16: return f(TypeTag<bfloat16>{});
+    case DType::kFloat32: return f(TypeTag<float>{});
+    case DType::kFloat64: return f(TypeTag<double>{});
+    default: break;
+  }
+  throw_type_error(op, std::string("exact sums are for float16, bfloat16, float32 and float64, not ") +
+                           dtype_name(t));
+}
+
+inline void check_states(const char* op, DType dtype, const uint64_t* states, int64_t n) {
+  visit_float(op, dtype, [&](auto tag) {
+    using L = ExactLayout<typename decltype(tag)::type>;
+    for (int64_t x = 0; x < n; ++x)
+      if (!valid_flags(states[x * L::kWords + L::kFlags]))
+        throw_value_error(op, "element " + std::to_string(x) +
+                                  " is not an exact-sum state (unknown flag bits)");
+  });
+}
+
+}  // namespace detail
+
+inline namespace SCATTERKIT_KERNELS {
+
+// uint64 words per element of a state for `dtype` (8 for float16, bfloat16 and
+// float32, 36 for float64).
+inline int exact_state_words(DType dtype) {
+  return detail::visit_float("exact_state_words", dtype, [](auto tag) {
+    return ExactLayout<typename decltype(tag)::type>::kWords;
+  });
+}
+
+// states[x] = the state of the one term values[x], for x < n.
+inline void exact_state_init(DType dtype, const void* values, int64_t n, uint64_t* states) {
+  detail::visit_float("exact_state_init", dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using L = ExactLayout<T>;
+    const T* v = static_cast<const T*>(values);
+    for (int64_t x = 0; x < n; ++x) {
+      uint64_t* s = states + x * L::kWords;
+      std::fill_n(s, L::kWords, uint64_t(0));
+      detail::add_value<T>(s, detail::exact_double(v[x]));
+      s[L::kCount] = 1;
+    }
+  });
+}
+
+// Folds updates into the states of a tensor of `shape`, addressed as
+// ScatterNDUpdate-15 addresses them: indices (..., k), updates (..., shape[k:]),
+// negative indices wrapping once. `subtract` folds minus the updates. Every
+// index is checked before the first state changes.
+inline void exact_state_fold(DType dtype, uint64_t* states, const Shape& shape,
+                             const IndexRef& indices, const TensorRef& updates,
+                             bool subtract = false, const char* name = "exact_state_fold") {
+  using namespace detail;
+  if (updates.dtype != dtype)
+    throw_type_error(name, std::string("updates dtype ") + dtype_name(updates.dtype) +
+                               " does not match the states' dtype " + dtype_name(dtype));
+  check_shape(name, "states", shape, 8);
+  check_tensor(name, "indices", indices.data, indices.shape, index_size(indices.type));
+  check_tensor(name, "updates", updates.data, updates.shape, int64_t(dtype_size(dtype)));
+  const size_t rank = shape.size();
+  if (rank == 0) throw_value_error(name, "the tensor must have rank >= 1");
+  if (indices.shape.empty())
+    throw_value_error(name, "indices must have rank >= 1 (the last axis holds the index tuples)");
+  const int64_t k = indices.shape.back();
+  if (k > int64_t(rank))
+    throw_value_error(name, "indices.shape[-1] = " + std::to_string(k) +
+                                " exceeds the tensor rank " + std::to_string(rank));
+  Shape expected(indices.shape.begin(), indices.shape.end() - 1);
+  const int64_t tuples = numel(expected);
+  expected.insert(expected.end(), shape.begin() + k, shape.end());
+  check_updates_shape(name, updates.shape, expected);
+  const int64_t slab = product(shape, size_t(k), rank);
+  visit_index(indices.type, [&](auto itag) {
+    using I = typename decltype(itag)::type;
+    const I* idx = static_cast<const I*>(indices.data);
+    for (int64_t p = 0; p < tuples * k; ++p) {
+      const int64_t axis = p % k;
+      if (!index_in_range(idx[p], shape[size_t(axis)], true))
+        throw_index_error(name, idx[p], axis, shape[size_t(axis)], unravel(p, indices.shape), true);
+    }
+    visit_float(name, dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using L = ExactLayout<T>;
+      const T* upd = static_cast<const T*>(updates.data);
+      for (int64_t p = 0; p < tuples; ++p) {
+        int64_t flat = 0;
+        for (int64_t j = 0; j < k; ++j)
+          flat = flat * shape[size_t(j)] + wrap_index(idx[p * k + j], shape[size_t(j)]);
+        for (int64_t e = 0; e < slab; ++e) {
+          uint64_t* s = states + (flat * slab + e) * L::kWords;
+          const double v = exact_double(upd[p * slab + e]);
+          add_value<T>(s, subtract ? -v : v);
+          ++s[L::kCount];
+        }
+      }
+    });
+  });
+}
+
+// into[x] += other[x] for x < n: the states of both sets of terms.
+inline void exact_state_merge(DType dtype, uint64_t* into, const uint64_t* other, int64_t n) {
+  const char* op = "exact_state_merge";
+  detail::check_states(op, dtype, into, n);
+  detail::check_states(op, dtype, other, n);
+  detail::visit_float(op, dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using L = ExactLayout<T>;
+    detail::parallel_for(n, n * L::kWords * 16, [&](int64_t b, int64_t e) {
+      for (int64_t x = b; x < e; ++x)
+        detail::merge_state<T>(into + x * L::kWords, other + x * L::kWords);
+    });
+  });
+}
+
+// out[x] = the sum (mean: the sum divided by the count) of states[x], rounded
+// once to dtype, for every x < n whose state has terms; out[x] is left as it
+// is where the state is empty.
+inline void exact_state_finish(DType dtype, const uint64_t* states, int64_t n, bool mean,
+                               void* out) {
+  const char* op = "exact_state_finish";
+  detail::check_states(op, dtype, states, n);
+  detail::visit_float(op, dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using L = ExactLayout<T>;
+    T* dst = static_cast<T*>(out);
+    detail::parallel_for(n, n * L::kWords * 8, [&](int64_t b, int64_t e) {
+      for (int64_t x = b; x < e; ++x) {
+        const uint64_t* s = states + x * L::kWords;
+        if (s[L::kCount] != 0)
+          dst[x] = detail::finish_state<T>(s, mean, s[L::kCount]);
+      }
+    });
+  });
+}
+
+}  // namespace SCATTERKIT_KERNELS
+}  // namespace scatterkit
