@@ -1,7 +1,6 @@
 // Exact-sum states: fold, merge, finish (scatterkit.exact_* in Python).
-#include "scatterkit/exact_state.hpp"
-
 #include "arrays.hpp"
+#include "scatterkit/exact_state.hpp"
 
 namespace scatterkit::bindings {
 
@@ -14,8 +13,7 @@ uint64_t* state_words(const char* op, py::array& a, DType dtype, bool writeable)
   if (a.dtype().kind() != 'u' || a.itemsize() != 8 || a.ndim() < 1 ||
       a.shape(a.ndim() - 1) != words)
     throw ValueError(std::string(op) + ": a state for " + dtype_name(dtype) +
-                     " is a uint64 array whose last axis has " + std::to_string(words) +
-                     " words");
+                     " is a uint64 array whose last axis has " + std::to_string(words) + " words");
   if (writeable && !a.writeable()) throw ValueError(std::string(op) + ": state is read-only");
   return static_cast<uint64_t*>(a.mutable_data());
 }

@@ -19,7 +19,6 @@ from . import (
     _check_numpy,  # noqa: F401  (first: refuses NumPy 1.x)
     _core,
 )
-from ._exact import exact_finish, exact_fold, exact_merge, exact_state, exact_state_words
 from ._api import (
     get_num_threads,
     get_op,
@@ -31,6 +30,7 @@ from ._api import (
     set_output_cache,
     slice_scatter,
 )
+from ._exact import exact_finish, exact_fold, exact_merge, exact_state, exact_state_words
 
 __version__: str = _core.__version__
 

@@ -27,6 +27,7 @@ def scatter_elements_update(
     use_init_val: bool,
     allow_negative: bool,
     discard_out_on_error: bool,
+    exact: bool,
     name: str,
 ) -> None: ...
 def scatter_nd_update(
@@ -37,6 +38,7 @@ def scatter_nd_update(
     dtype: str,
     reduction: str,
     allow_negative: bool,
+    exact: bool,
     name: str,
 ) -> None: ...
 def slice_scatter(
@@ -71,5 +73,13 @@ def run_batch(
     stops: list[int],
     steps: list[int],
     axes: list[int],
+    exact: bool,
     name: str,
 ) -> list[str]: ...
+def exact_state_words(dtype: str) -> int: ...
+def exact_state_init(state: np.ndarray, values: np.ndarray, dtype: str) -> None: ...
+def exact_state_fold(
+    state: np.ndarray, indices: np.ndarray, updates: np.ndarray, dtype: str, subtract: bool
+) -> None: ...
+def exact_state_merge(into: np.ndarray, other: np.ndarray, dtype: str) -> None: ...
+def exact_state_finish(state: np.ndarray, out: np.ndarray, dtype: str, mean: bool) -> None: ...

@@ -69,7 +69,9 @@ def exact_state(shape: Any, dtype: Any, *, data: Any = None) -> np.ndarray:
     dt, tag = _float_dtype(dtype, "exact_state")
     shp = (int(shape),) if np.ndim(shape) == 0 else tuple(int(d) for d in shape)
     if len(shp) == 0 or min(shp) < 0:
-        raise ValueError(f"exact_state: shape must have rank >= 1 and no negative extent, got {shp}")
+        raise ValueError(
+            f"exact_state: shape must have rank >= 1 and no negative extent, got {shp}"
+        )
     state = np.zeros((*shp, _core.exact_state_words(tag)), dtype=np.uint64)
     if data is not None:
         values = as_c_array(as_data(data, "exact_state"))
@@ -109,8 +111,9 @@ def exact_fold(
     return state
 
 
-def exact_merge(a: np.ndarray, b: np.ndarray, *, dtype: Any, out: np.ndarray | None = None
-                ) -> np.ndarray:
+def exact_merge(
+    a: np.ndarray, b: np.ndarray, *, dtype: Any, out: np.ndarray | None = None
+) -> np.ndarray:
     """The state of both states' terms, elementwise (a new array, or `out`, which may be
     `a`). Merging is exact: any order and grouping of merges gives the same words."""
     op = "exact_merge"

@@ -94,7 +94,7 @@ T round_exact(bool negative, const uint64_t* mag, int n, int exp, bool sticky,
   const int high = top * 64 + highest_bit(mag[top]);  // the leading bit's position
   const int lead_exp = high + exp;
   const int result_exp = std::max(lead_exp - (p - 1), F::kMinExp);  // of the result's last bit
-  const int drop = result_exp - exp;                                  // bits of mag below it
+  const int drop = result_exp - exp;                                // bits of mag below it
   uint64_t m;
   bool halfway = false;
   if (drop <= 0) {
@@ -296,7 +296,8 @@ T finish_state(const uint64_t* s, bool mean, uint64_t count) {
     zero &= mag[i + 1] == 0;
   }
   if (zero) return signed_zero<T>((s[L::kFlags] & kExactNonNegZero) == 0);
-  if (!mean || count == 1) return round_exact<T>(negative, mag + 1, L::kSumWords, L::kUnitExp, false);
+  if (!mean || count == 1)
+    return round_exact<T>(negative, mag + 1, L::kSumWords, L::kUnitExp, false);
   // (mag << 64) / count: the extra low word keeps more than kPrecision + 2
   // bits in the quotient, so the remainder only decides ties.
   mag[0] = 0;

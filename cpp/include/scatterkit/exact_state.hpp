@@ -33,8 +33,9 @@ decltype(auto) visit_float(const char* op, DType t, F&& f) {
     case DType::kFloat64: return f(TypeTag<double>{});
     default: break;
   }
-  throw_type_error(op, std::string("exact sums are for float16, bfloat16, float32 and float64, not ") +
-                           dtype_name(t));
+  throw_type_error(op,
+                   std::string("exact sums are for float16, bfloat16, float32 and float64, not ") +
+                       dtype_name(t));
 }
 
 inline void check_states(const char* op, DType dtype, const uint64_t* states, int64_t n) {
@@ -42,8 +43,8 @@ inline void check_states(const char* op, DType dtype, const uint64_t* states, in
     using L = ExactLayout<typename decltype(tag)::type>;
     for (int64_t x = 0; x < n; ++x)
       if (!valid_flags(states[x * L::kWords + L::kFlags]))
-        throw_value_error(op, "element " + std::to_string(x) +
-                                  " is not an exact-sum state (unknown flag bits)");
+        throw_value_error(
+            op, "element " + std::to_string(x) + " is not an exact-sum state (unknown flag bits)");
   });
 }
 
@@ -157,8 +158,7 @@ inline void exact_state_finish(DType dtype, const uint64_t* states, int64_t n, b
     detail::parallel_for(n, n * L::kWords * 8, [&](int64_t b, int64_t e) {
       for (int64_t x = b; x < e; ++x) {
         const uint64_t* s = states + x * L::kWords;
-        if (s[L::kCount] != 0)
-          dst[x] = detail::finish_state<T>(s, mean, s[L::kCount]);
+        if (s[L::kCount] != 0) dst[x] = detail::finish_state<T>(s, mean, s[L::kCount]);
       }
     });
   });

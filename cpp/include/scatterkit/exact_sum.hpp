@@ -48,7 +48,8 @@ class ExactSlots {
   }
 
  private:
-  static constexpr uint64_t kTag = 0x7ff8000000000000;  // a quiet NaN; the payload numbers the state
+  static constexpr uint64_t kTag =
+      0x7ff8000000000000;  // a quiet NaN; the payload numbers the state
   static size_t state_number(double slot) {
     uint64_t b;
     std::memcpy(&b, &slot, sizeof b);

@@ -118,7 +118,7 @@ def apply_op(
 
     `inputs` follow data in the operation's own order: ``indices, updates``, or
     ``updates`` alone for SliceScatter-15. `attributes` are the op's attributes
-    (``axis``, ``reduction``, ``use_init_val``, ``start``, ``stop``, ``step``); they are
+    (``axis``, ``reduction``, ``use_init_val``, ``exact``, ``start``, ``stop``, ``step``); they are
     checked here, before any task runs.
     """
     if op not in OPS:
@@ -186,11 +186,16 @@ def scatter_elements_update(
     *,
     reduction: str = "none",
     use_init_val: bool = True,
+    exact: bool = False,
     dtype: str = "float",
     on_error: str = "fail",
     row_id: ColumnOrName | None = None,
 ) -> Column:
-    """ScatterElementsUpdate-12 on tensor columns (see `scatterkit.scatter_elements_update`)."""
+    """ScatterElementsUpdate-12 on tensor columns (see `scatterkit.scatter_elements_update`).
+
+    ``exact=True``: float sums and means exact, rounded once, min/max free of order, so the
+    bits do not depend on the order of a row's updates.
+    """
     return apply_op(
         "ScatterElementsUpdate-12",
         data,
@@ -202,6 +207,7 @@ def scatter_elements_update(
         axis=axis,
         reduction=reduction,
         use_init_val=use_init_val,
+        exact=exact,
     )
 
 
@@ -211,11 +217,13 @@ def scatter_nd_update(
     updates: ColumnOrName,
     *,
     reduction: str = "none",
+    exact: bool = False,
     dtype: str = "float",
     on_error: str = "fail",
     row_id: ColumnOrName | None = None,
 ) -> Column:
-    """ScatterNDUpdate-15 on tensor columns (see `scatterkit.scatter_nd_update`)."""
+    """ScatterNDUpdate-15 on tensor columns (see `scatterkit.scatter_nd_update`); ``exact``
+    as in `scatter_elements_update`."""
     return apply_op(
         "ScatterNDUpdate-15",
         data,
@@ -225,6 +233,7 @@ def scatter_nd_update(
         on_error=on_error,
         row_id=row_id,
         reduction=reduction,
+        exact=exact,
     )
 
 

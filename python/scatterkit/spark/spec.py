@@ -57,10 +57,10 @@ OPS: dict[str, OpInfo] = {
     "ScatterUpdate-3": OpInfo(_ELEMENTS, frozenset({"axis"})),
     "ScatterElementsUpdate-3": OpInfo(_ELEMENTS, frozenset({"axis"})),
     "ScatterElementsUpdate-12": OpInfo(
-        _ELEMENTS, frozenset({"axis"}), frozenset({"reduction", "use_init_val"})
+        _ELEMENTS, frozenset({"axis"}), frozenset({"reduction", "use_init_val", "exact"})
     ),
     "ScatterNDUpdate-3": OpInfo(_ELEMENTS, frozenset()),
-    "ScatterNDUpdate-15": OpInfo(_ELEMENTS, frozenset(), frozenset({"reduction"})),
+    "ScatterNDUpdate-15": OpInfo(_ELEMENTS, frozenset(), frozenset({"reduction", "exact"})),
     "SliceScatter-15": OpInfo(("data", "updates"), frozenset({"start", "stop", "step", "axis"})),
 }
 

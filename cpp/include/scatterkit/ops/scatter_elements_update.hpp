@@ -632,11 +632,11 @@ struct IndexRange {
 // Float sum and prod round differently when regrouped.
 template <class Op, class T>
 constexpr bool merges_exactly_v =
-    folds_in_place_v<Op, T> && (std::is_same_v<Op, MinOp<T>> || std::is_same_v<Op, MaxOp<T>> ||
-                                std::is_same_v<Op, ExactMinOp<T>> ||
-                                std::is_same_v<Op, ExactMaxOp<T>> ||
-                                (!std::is_floating_point_v<T> &&
-                                 (std::is_same_v<Op, SumOp<T>> || std::is_same_v<Op, ProdOp<T>>)));
+    folds_in_place_v<Op, T> &&
+    (std::is_same_v<Op, MinOp<T>> || std::is_same_v<Op, MaxOp<T>> ||
+     std::is_same_v<Op, ExactMinOp<T>> || std::is_same_v<Op, ExactMaxOp<T>> ||
+     (!std::is_floating_point_v<T> &&
+      (std::is_same_v<Op, SumOp<T>> || std::is_same_v<Op, ProdOp<T>>)));
 
 // Into how many parts reduce_in_parts splits each line: only when there
 // are fewer lines than threads (else whole lines already keep every thread
@@ -831,20 +831,19 @@ bool exact_elements_dense(const ElementsLayout& l, const KI* idx, const T* upd, 
         uint32_t* cbase = cnt ? cnt + l.outer_at(o) : nullptr;
         for (int64_t i = 0; i < l.inner; ++i) {
           const LineBlock part{o, o + 1, i, i + 1, j0, j1};
-          const bool ok =
-              cbase ? visit_block(
-                          l, part, idx,
-                          [&sl, base, cbase, upd](int64_t, int64_t t, int64_t p) {
-                            sl.add(base + t, exact_double(upd[p]));
-                            ++cbase[t];
-                          },
-                          valid, PrefetchTarget{base, sizeof(double)})
-                    : visit_block(
-                          l, part, idx,
-                          [&sl, base, upd](int64_t, int64_t t, int64_t p) {
-                            sl.add(base + t, exact_double(upd[p]));
-                          },
-                          valid, PrefetchTarget{base, sizeof(double)});
+          const bool ok = cbase ? visit_block(
+                                      l, part, idx,
+                                      [&sl, base, cbase, upd](int64_t, int64_t t, int64_t p) {
+                                        sl.add(base + t, exact_double(upd[p]));
+                                        ++cbase[t];
+                                      },
+                                      valid, PrefetchTarget{base, sizeof(double)})
+                                : visit_block(
+                                      l, part, idx,
+                                      [&sl, base, upd](int64_t, int64_t t, int64_t p) {
+                                        sl.add(base + t, exact_double(upd[p]));
+                                      },
+                                      valid, PrefetchTarget{base, sizeof(double)});
           if (!ok) {
             bad.store(true, std::memory_order_relaxed);
             break;
@@ -896,7 +895,8 @@ void exact_elements_sorted(const ElementsLayout& l, const KI* idx, const T* upd,
       if (use_init_val) run.add(exact_double(out[t]));
       for (int64_t h = starts[size_t(g)]; h < starts[size_t(g) + 1]; ++h)
         run.add(exact_double(upd[hits[size_t(h)].second]));
-      const uint64_t n = uint64_t(starts[size_t(g) + 1] - starts[size_t(g)]) + (use_init_val ? 1 : 0);
+      const uint64_t n =
+          uint64_t(starts[size_t(g) + 1] - starts[size_t(g)]) + (use_init_val ? 1 : 0);
       out[t] = run.finish(mean, n);
     }
   });
@@ -933,9 +933,9 @@ inline void scatter_elements_update_unaliased(const TensorRef& data, const Index
     throw_value_error(op, "reductions support at most 4294967293 updates along the axis");
   if (numel(data.shape) != 0 && out == nullptr) throw_value_error(op, "out is a null pointer");
 
-  const bool exact = exact_applies(op, options, data.dtype, reduction,
-                                   {Reduction::kSum, Reduction::kMean, Reduction::kMin,
-                                    Reduction::kMax});
+  const bool exact =
+      exact_applies(op, options, data.dtype, reduction,
+                    {Reduction::kSum, Reduction::kMean, Reduction::kMin, Reduction::kMax});
   const bool exact_sum = exact && (reduction == Reduction::kSum || reduction == Reduction::kMean);
 
   const int64_t data_bytes = numel(data.shape) * int64_t(data.itemsize);
@@ -997,26 +997,29 @@ inline void scatter_elements_update_unaliased(const TensorRef& data, const Index
     }
     visit_arithmetic(op, data.dtype, [&](auto type) {
       using T = typename decltype(type)::type;
-      visit_reduction<T>(op, reduction, [&](auto red) {
-        using Op = typename decltype(red)::type;
-        const T* upd = static_cast<const T*>(updates.data);
-        if (fuse) {
-          if constexpr (folds_through_storage_v<Op, T>) {
-            const int64_t size = layout.axis_size;
-            const bool negative_ok = options.allow_negative_indices && std::is_signed_v<I>;
-            if (!reduce_via_scratch<Op>(layout, idx, upd, static_cast<const T*>(data.data),
-                                        static_cast<T*>(out), numel(data.shape), use_init_val,
-                                        IndexRange{negative_ok ? -size : 0, size}, bytes,
-                                        options.discard_out_on_error))
-              validate();  // throws, naming the first bad index
-            return;
-          }
-          validate();
-          parallel_copy(out, data.data, data_bytes);
-        }
-        scatter_elements_reduce<Op>(layout, idx, upd, static_cast<T*>(out), use_init_val, bytes,
-                                    copy);
-      }, exact);
+      visit_reduction<T>(
+          op, reduction,
+          [&](auto red) {
+            using Op = typename decltype(red)::type;
+            const T* upd = static_cast<const T*>(updates.data);
+            if (fuse) {
+              if constexpr (folds_through_storage_v<Op, T>) {
+                const int64_t size = layout.axis_size;
+                const bool negative_ok = options.allow_negative_indices && std::is_signed_v<I>;
+                if (!reduce_via_scratch<Op>(layout, idx, upd, static_cast<const T*>(data.data),
+                                            static_cast<T*>(out), numel(data.shape), use_init_val,
+                                            IndexRange{negative_ok ? -size : 0, size}, bytes,
+                                            options.discard_out_on_error))
+                  validate();  // throws, naming the first bad index
+                return;
+              }
+              validate();
+              parallel_copy(out, data.data, data_bytes);
+            }
+            scatter_elements_reduce<Op>(layout, idx, upd, static_cast<T*>(out), use_init_val, bytes,
+                                        copy);
+          },
+          exact);
     });
   });
 }

@@ -176,9 +176,9 @@ inline void scatter_nd_update_unaliased(const TensorRef& data, const IndexRef& i
   expected.insert(expected.end(), data.shape.begin() + k, data.shape.end());
   const bool single_element_ok = expected.empty() && numel(updates.shape) == 1;
   if (!single_element_ok) check_updates_shape(op, updates.shape, expected);
-  const bool exact = exact_applies(op, options, data.dtype, reduction,
-                                   {Reduction::kSum, Reduction::kSub, Reduction::kMin,
-                                    Reduction::kMax});
+  const bool exact =
+      exact_applies(op, options, data.dtype, reduction,
+                    {Reduction::kSum, Reduction::kSub, Reduction::kMin, Reduction::kMax});
   const int64_t tuples = numel(batch);
   const int64_t slab = product(data.shape, k, rank);
   if (numel(data.shape) != 0 && out == nullptr) throw_value_error(op, "out is a null pointer");
@@ -220,29 +220,32 @@ inline void scatter_nd_update_unaliased(const TensorRef& data, const IndexRef& i
     }
     visit_arithmetic(op, data.dtype, [&](auto type) {
       using T = typename decltype(type)::type;
-      visit_reduction<T>(op, reduction, [&](auto red) {
-        using Op = typename decltype(red)::type;
-        const T* upd = static_cast<const T*>(updates.data);
-        T* dst = static_cast<T*>(out);
-        if constexpr (is_float_v<T>) {
-          if (exact && (reduction == Reduction::kSum || reduction == Reduction::kSub)) {
-            exact_nd_sum(group_by_slab(idx, tuples, k, data.shape), upd, dst, slab,
-                         reduction == Reduction::kSub, bytes);
-            return;
-          }
-        }
-        if constexpr (folds_in_place_v<Op, T>) {
-          if (in_order) {
-            scatter_nd_in_order(idx, tuples, k, data.shape, [&](int64_t t, int64_t p) {
-              T* target = dst + t * slab;
-              const T* src = upd + p * slab;
-              for (int64_t e = 0; e < slab; ++e) target[e] = Op::combine(target[e], src[e]);
-            });
-            return;
-          }
-        }
-        scatter_nd_reduce<Op>(group_by_slab(idx, tuples, k, data.shape), upd, dst, slab, bytes);
-      }, exact && (reduction == Reduction::kMin || reduction == Reduction::kMax));
+      visit_reduction<T>(
+          op, reduction,
+          [&](auto red) {
+            using Op = typename decltype(red)::type;
+            const T* upd = static_cast<const T*>(updates.data);
+            T* dst = static_cast<T*>(out);
+            if constexpr (is_float_v<T>) {
+              if (exact && (reduction == Reduction::kSum || reduction == Reduction::kSub)) {
+                exact_nd_sum(group_by_slab(idx, tuples, k, data.shape), upd, dst, slab,
+                             reduction == Reduction::kSub, bytes);
+                return;
+              }
+            }
+            if constexpr (folds_in_place_v<Op, T>) {
+              if (in_order) {
+                scatter_nd_in_order(idx, tuples, k, data.shape, [&](int64_t t, int64_t p) {
+                  T* target = dst + t * slab;
+                  const T* src = upd + p * slab;
+                  for (int64_t e = 0; e < slab; ++e) target[e] = Op::combine(target[e], src[e]);
+                });
+                return;
+              }
+            }
+            scatter_nd_reduce<Op>(group_by_slab(idx, tuples, k, data.shape), upd, dst, slab, bytes);
+          },
+          exact && (reduction == Reduction::kMin || reduction == Reduction::kMax));
     });
   });
 }
