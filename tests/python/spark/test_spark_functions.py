@@ -186,3 +186,30 @@ def test_bad_attributes_fail_when_the_column_is_built():
         skf.apply_op("SliceScatter-15", "a", "b", "c", start=0, stop=1, step=1, axis=0)
     with pytest.raises(ValueError, match="on_error"):
         skf.scatter_nd_update("a", "b", "c", on_error="ignore")
+
+
+def test_exact_column_functions_match_the_numpy_api_and_refuse_prod(frame):
+    cols, df = frame
+    good = df.where("id != 103")
+    out = good.select(
+        "id",
+        skf.scatter_elements_update("grid", "eidx", "evals", 0, reduction="mean", exact=True).alias(
+            "seu"
+        ),
+        skf.scatter_nd_update("grid", "cells", "cvals", reduction="sub", exact=True).alias("snd"),
+    ).collect()
+    assert len(out) == 9
+    for row in out:
+        r = row.id - 100
+        g = cols["grid"][r]
+        want = sk.scatter_elements_update(
+            g, cols["eidx"][r], cols["evals"][r], 0, reduction="mean", exact=True
+        )
+        assert np.array_equal(_array(row.seu).view(np.uint32), want.view(np.uint32))
+        want = sk.scatter_nd_update(
+            g, cols["cells"][r], cols["cvals"][r], reduction="sub", exact=True
+        )
+        assert np.array_equal(_array(row.snd).view(np.uint32), want.view(np.uint32))
+    # what fails in every task fails when the column is built
+    with pytest.raises(ValueError, match="exact=True is not defined for reduction 'prod'"):
+        skf.scatter_nd_update("grid", "cells", "cvals", reduction="prod", exact=True)
