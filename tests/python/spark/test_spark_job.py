@@ -537,3 +537,38 @@ def test_cli_run_names_an_unreadable_input_in_one_line(spark, tmp_path, capsys):
 
     assert main([*common, "--input", str(empty)]) == 2
     assert f"input '{empty}' holds no Parquet files" in capsys.readouterr().err
+
+
+@ENGINES
+def test_an_exact_step_gives_the_bits_of_the_exact_api_on_both_engines(
+    spark, rng, tmp_path, engine
+):  # noqa: F811
+    cols, table = _table(rng, n=BAD_GRID_ROW + 1)
+    spec = json.loads(json.dumps(SPEC))
+    spec["steps"][0]["attributes"].update(reduction="mean", exact=True)
+    spec["steps"] = spec["steps"][:1]
+    source = write_parquet(tmp_path / "in", table, files=2)
+    run_job(
+        spark,
+        JobSpec.from_dict(spec),
+        str(source),
+        str(tmp_path / "out"),
+        on_error="keep",
+        progress=False,
+        engine=engine,
+    )
+    out = pq.read_table(tmp_path / "out").sort_by("uid")
+    hist = tensor_rows(out.column("hist"))
+    for r in range(len(cols["bucket"])):
+        if r == BAD_BUCKET_ROW:
+            assert hist[r] is None
+            continue
+        want = sk.scatter_elements_update(
+            np.zeros(16, np.float32),
+            cols["bucket"][r],
+            cols["amount"][r],
+            0,
+            reduction="mean",
+            exact=True,
+        )
+        assert np.array_equal(hist[r].view(np.uint32), want.view(np.uint32))
