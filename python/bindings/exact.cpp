@@ -7,6 +7,7 @@ namespace scatterkit::bindings {
 namespace {
 
 // The uint64 words of a state array of shape (*tensor, words), checked.
+// (Read-only states, from Arrow say, are read through a const pointer.)
 uint64_t* state_words(const char* op, py::array& a, DType dtype, bool writeable) {
   require_c_contiguous(op, a, "state");
   const int words = exact_state_words(dtype);
@@ -15,7 +16,7 @@ uint64_t* state_words(const char* op, py::array& a, DType dtype, bool writeable)
     throw ValueError(std::string(op) + ": a state for " + dtype_name(dtype) +
                      " is a uint64 array whose last axis has " + std::to_string(words) + " words");
   if (writeable && !a.writeable()) throw ValueError(std::string(op) + ": state is read-only");
-  return static_cast<uint64_t*>(a.mutable_data());
+  return static_cast<uint64_t*>(writeable ? a.mutable_data() : const_cast<void*>(a.data()));
 }
 
 int64_t elements_of(const py::array& a) { return a.size() / a.shape(a.ndim() - 1); }

@@ -115,13 +115,15 @@ def exact_merge(
     a: np.ndarray, b: np.ndarray, *, dtype: Any, out: np.ndarray | None = None
 ) -> np.ndarray:
     """The state of both states' terms, elementwise (a new array, or `out`, which may be
-    `a`). Merging is exact: any order and grouping of merges gives the same words."""
+    `a` or `b`). Merging is exact: any order and grouping of merges gives the same words."""
     op = "exact_merge"
     _, tag = _float_dtype(dtype, op)
     a = _state_array(a, tag, op)
     b = _state_array(b, tag, op)
     if a.shape != b.shape:
         raise ValueError(f"{op}: states of shapes {a.shape} and {b.shape} do not merge")
+    if out is b:  # merging is commutative: fold a into b
+        a, b = b, a
     if out is None:
         out = np.array(a, order="C")
     elif out is not a:

@@ -629,12 +629,13 @@ struct IndexRange {
 // line into tables of their own and merge the tables in part order: wrapping
 // integer sum and prod (a commutative ring), and min/max, which keep the first
 // of equal values (say -0 and +0) and the first NaN, as an in-order merge does.
-// Float sum and prod round differently when regrouped.
+// Float sum and prod round differently when regrouped. Exact min/max would
+// merge exactly but for an untargeted NaN in data, which keeps its bits: a
+// part that only holds the identity cannot tell untouched from targeted.
 template <class Op, class T>
 constexpr bool merges_exactly_v =
     folds_in_place_v<Op, T> &&
     (std::is_same_v<Op, MinOp<T>> || std::is_same_v<Op, MaxOp<T>> ||
-     std::is_same_v<Op, ExactMinOp<T>> || std::is_same_v<Op, ExactMaxOp<T>> ||
      (!std::is_floating_point_v<T> &&
       (std::is_same_v<Op, SumOp<T>> || std::is_same_v<Op, ProdOp<T>>)));
 
@@ -964,7 +965,7 @@ inline void scatter_elements_update_unaliased(const TensorRef& data, const Index
           const int64_t size = layout.axis_size, count = numel(data.shape);
           const bool mean = reduction == Reduction::kMean;
           const bool negative_ok = options.allow_negative_indices && std::is_signed_v<I>;
-          if (n > 0 && exact_table_fits(count, n)) {
+          if (n > 0 && count > 0 && exact_table_fits(count, n)) {
             if (!exact_elements_dense(layout, idx, upd, in, dst, count, mean, use_init_val,
                                       IndexRange{negative_ok ? -size : 0, size}, bytes))
               validate();  // throws, naming the first bad index
