@@ -178,6 +178,22 @@ def pytest_configure(config):
     )
 
 
+# Markers by place: `pytest -m "not spark"` runs the core suite on a machine without Java.
+_MARKERS_BY_PATH = {
+    "spark": "spark",
+    "test_openvino_agreement.py": "openvino",
+    "test_typing.py": "typing",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        parts = item.path.parts
+        for place, marker in _MARKERS_BY_PATH.items():
+            if place in parts:
+                item.add_marker(getattr(pytest.mark, marker))
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     """A generator with a fixed seed: every run sees the same data."""

@@ -1,7 +1,7 @@
 """Plain-loop NumPy reference oracle for the scatterkit ops.
 
-Written straight from the OpenVINO specifications in ``shared/seeds`` and the semantics
-decisions of DESIGN.md section 2.  Every function walks the indices with ``np.ndindex`` in C
+Written straight from the OpenVINO specifications of the five operations and the semantics
+decisions the README's table records.  Every function walks the indices with ``np.ndindex`` in C
 order and applies one update at a time, so duplicate indices fold in exactly the order the
 design prescribes.  Nothing here is vectorised or clever: it is meant to be read and trusted.
 
