@@ -6,9 +6,16 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
-#include "scatterkit/scatterkit.hpp"
+#include "scatterkit/batch_rows.hpp"
+#include "scatterkit/dtype.hpp"
+#include "scatterkit/errors.hpp"
+#include "scatterkit/reduction.hpp"
+#include "scatterkit/shape.hpp"
+#include "scatterkit/tensor.hpp"
 
 namespace scatterkit::bindings {
 
@@ -73,6 +80,23 @@ inline ScatterArgs scatter_args(const char* op, const py::array& data, const py:
   a.out = output_of(op, out, a.data);
   return a;
 }
+
+// The type-erased ops, each compiled in its own binding's translation unit only
+// (a kernel instantiated once per build), which the single-call bindings and
+// run_batch both call.
+void scatter_update_kernel(const TensorRef& data, const IndexRef& indices, const TensorRef& updates,
+                           int64_t axis, void* out, const OpOptions& options);
+void scatter_elements_update_kernel(const TensorRef& data, const IndexRef& indices,
+                                    const TensorRef& updates, int64_t axis, void* out,
+                                    Reduction reduction, bool use_init_val,
+                                    const OpOptions& options);
+void scatter_nd_update_kernel(const TensorRef& data, const IndexRef& indices,
+                              const TensorRef& updates, void* out, Reduction reduction,
+                              const OpOptions& options);
+void slice_scatter_kernel(const TensorRef& data, const TensorRef& updates,
+                          const std::vector<int64_t>& starts, const std::vector<int64_t>& stops,
+                          const std::vector<int64_t>& steps, const std::vector<int64_t>& axes,
+                          void* out, const OpOptions& options);
 
 void bind_scatter_update(py::module_& m);
 void bind_scatter_elements_update(py::module_& m);

@@ -1,11 +1,11 @@
-// run_batch: one op over many ragged rows (the Spark executors' entry point).
-#include "scatterkit/batch.hpp"
-
+// run_batch: one op over many ragged rows (the Spark executors' entry point), through
+// the kernels the op bindings compile.
 #include <pybind11/stl.h>
 
 #include <optional>
 
 #include "arrays.hpp"
+#include "scatterkit/batch_rows.hpp"
 
 namespace scatterkit::bindings {
 
@@ -95,7 +95,9 @@ void bind_batch(py::module_& m) {
           throw ValueError(std::string(op) + ": out must be 1-D like the data values");
         void* o = out.mutable_data();
         py::gil_scoped_release release;
-        return run_batch(b, rows, d, indices ? &i : nullptr, u, o);
+        const BatchKernels kernels{&scatter_update_kernel, &scatter_elements_update_kernel,
+                                   &scatter_nd_update_kernel, &slice_scatter_kernel};
+        return run_batch(kernels, b, rows, d, indices ? &i : nullptr, u, o);
       },
       py::arg("kind"), py::arg("rows"), py::arg("data"), py::arg("indices"), py::arg("updates"),
       py::arg("out"), py::arg("dtype"), py::arg("axis"), py::arg("reduction"),

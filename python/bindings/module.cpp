@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 
 #include "arrays.hpp"
+#include "scatterkit/version.hpp"
 
 namespace py = pybind11;
 

@@ -1,6 +1,15 @@
+#include "scatterkit/ops/scatter_elements_update.hpp"
+
 #include "arrays.hpp"
 
 namespace scatterkit::bindings {
+
+void scatter_elements_update_kernel(const TensorRef& data, const IndexRef& indices,
+                                    const TensorRef& updates, int64_t axis, void* out,
+                                    Reduction reduction, bool use_init_val,
+                                    const OpOptions& options) {
+  scatter_elements_update(data, indices, updates, axis, out, reduction, use_init_val, options);
+}
 
 void bind_scatter_elements_update(py::module_& m) {
   m.def(
@@ -12,8 +21,8 @@ void bind_scatter_elements_update(py::module_& m) {
         const ScatterArgs a = scatter_args(op, data, indices, updates, out, dtype);
         const Reduction r = reduction_from_name(reduction);
         py::gil_scoped_release release;
-        scatter_elements_update(a.data, a.indices, a.updates, axis, a.out, r, use_init_val,
-                                OpOptions{allow_negative, op, discard_out_on_error, exact});
+        scatter_elements_update_kernel(a.data, a.indices, a.updates, axis, a.out, r, use_init_val,
+                                       OpOptions{allow_negative, op, discard_out_on_error, exact});
       },
       py::arg("data"), py::arg("indices"), py::arg("updates"), py::arg("axis"), py::arg("out"),
       py::arg("dtype"), py::arg("reduction"), py::arg("use_init_val"), py::arg("allow_negative"),

@@ -1,6 +1,14 @@
+#include "scatterkit/ops/scatter_nd_update.hpp"
+
 #include "arrays.hpp"
 
 namespace scatterkit::bindings {
+
+void scatter_nd_update_kernel(const TensorRef& data, const IndexRef& indices,
+                              const TensorRef& updates, void* out, Reduction reduction,
+                              const OpOptions& options) {
+  scatter_nd_update(data, indices, updates, out, reduction, options);
+}
 
 void bind_scatter_nd_update(py::module_& m) {
   m.def(
@@ -12,8 +20,8 @@ void bind_scatter_nd_update(py::module_& m) {
         const ScatterArgs a = scatter_args(op, data, indices, updates, out, dtype);
         const Reduction r = reduction_from_name(reduction);
         py::gil_scoped_release release;
-        scatter_nd_update(a.data, a.indices, a.updates, a.out, r,
-                          OpOptions{allow_negative, op, false, exact});
+        scatter_nd_update_kernel(a.data, a.indices, a.updates, a.out, r,
+                                 OpOptions{allow_negative, op, false, exact});
       },
       py::arg("data"), py::arg("indices"), py::arg("updates"), py::arg("out"), py::arg("dtype"),
       py::arg("reduction"), py::arg("allow_negative"), py::arg("exact"), py::arg("name"),

@@ -1,6 +1,13 @@
+#include "scatterkit/ops/scatter_update.hpp"
+
 #include "arrays.hpp"
 
 namespace scatterkit::bindings {
+
+void scatter_update_kernel(const TensorRef& data, const IndexRef& indices, const TensorRef& updates,
+                           int64_t axis, void* out, const OpOptions& options) {
+  scatter_update(data, indices, updates, axis, out, options);
+}
 
 void bind_scatter_update(py::module_& m) {
   m.def(
@@ -10,7 +17,8 @@ void bind_scatter_update(py::module_& m) {
         const char* op = name.c_str();
         const ScatterArgs a = scatter_args(op, data, indices, updates, out, dtype);
         py::gil_scoped_release release;
-        scatter_update(a.data, a.indices, a.updates, axis, a.out, OpOptions{allow_negative, op});
+        scatter_update_kernel(a.data, a.indices, a.updates, axis, a.out,
+                              OpOptions{allow_negative, op});
       },
       py::arg("data"), py::arg("indices"), py::arg("updates"), py::arg("axis"), py::arg("out"),
       py::arg("dtype"), py::arg("allow_negative"), py::arg("name"),

@@ -1,8 +1,17 @@
+#include "scatterkit/ops/slice_scatter.hpp"
+
 #include <pybind11/stl.h>
 
 #include "arrays.hpp"
 
 namespace scatterkit::bindings {
+
+void slice_scatter_kernel(const TensorRef& data, const TensorRef& updates,
+                          const std::vector<int64_t>& starts, const std::vector<int64_t>& stops,
+                          const std::vector<int64_t>& steps, const std::vector<int64_t>& axes,
+                          void* out, const OpOptions& options) {
+  slice_scatter(data, updates, starts, stops, steps, axes, out, options);
+}
 
 void bind_slice_scatter(py::module_& m) {
   m.def(
@@ -16,7 +25,7 @@ void bind_slice_scatter(py::module_& m) {
         const TensorRef u = tensor_of(op, updates, dtype, "updates");
         void* o = output_of(op, out, d);
         py::gil_scoped_release release;
-        slice_scatter(d, u, start, stop, step, axis, o, OpOptions{true, op});
+        slice_scatter_kernel(d, u, start, stop, step, axis, o, OpOptions{true, op});
       },
       py::arg("data"), py::arg("updates"), py::arg("start"), py::arg("stop"), py::arg("step"),
       py::arg("axis"), py::arg("out"), py::arg("dtype"), py::arg("name"),

@@ -20,6 +20,7 @@ from ._coerce import (
     execute,
     slice_params,
 )
+from ._registry import OPS, op_version
 
 ArrayLike = Any
 
@@ -382,6 +383,7 @@ _OPS: dict[str, Callable[..., np.ndarray]] = {
     "SliceScatter-15": slice_scatter,
     "ScatterNDUpdate-15": scatter_nd_update,
 }
+assert set(_OPS) == set(OPS), "get_op covers the registry's versions"
 
 
 def get_op(name: str) -> Callable[..., np.ndarray]:
@@ -397,12 +399,7 @@ def get_op(name: str) -> Callable[..., np.ndarray]:
     >>> sk.get_op("ScatterElementsUpdate-12") is sk.scatter_elements_update
     True
     """
-    try:
-        return _OPS[name]
-    except (KeyError, TypeError):
-        raise ValueError(
-            f"get_op: unknown operation {name!r}; expected one of {sorted(_OPS)}"
-        ) from None
+    return _OPS[op_version(name, "get_op").name]
 
 
 def set_num_threads(n: int) -> None:

@@ -15,8 +15,6 @@ import numpy as np
 
 from . import _core
 from ._coerce import (
-    ELEMENTS_REDUCTIONS,
-    ND_REDUCTIONS,
     as_axis,
     as_c_array,
     as_data,
@@ -27,6 +25,7 @@ from ._coerce import (
     dtype_tag,
     slice_params,
 )
+from ._registry import op_version
 
 
 @dataclass(frozen=True)
@@ -89,21 +88,6 @@ class Ragged:
         )
 
 
-# Versioned names -> (kernel, negative indices allowed, reductions of that version).
-_BATCH_OPS = {
-    "ScatterUpdate-3": ("scatter_update", False, ("none",)),
-    "ScatterElementsUpdate-3": ("scatter_elements_update", False, ("none",)),
-    "ScatterElementsUpdate-12": (
-        "scatter_elements_update",
-        True,
-        ELEMENTS_REDUCTIONS,
-    ),
-    "ScatterNDUpdate-3": ("scatter_nd_update", False, ("none",)),
-    "ScatterNDUpdate-15": ("scatter_nd_update", True, ND_REDUCTIONS),
-    "SliceScatter-15": ("slice_scatter", True, ("none",)),
-}
-
-
 def run_batch(
     op: str,
     data: Ragged,
@@ -126,11 +110,9 @@ def run_batch(
     batch or bad attributes, never for a bad row. `exact` is as in
     `scatter_elements_update` and `scatter_nd_update`.
     """
-    if op not in _BATCH_OPS:
-        raise ValueError(
-            f"run_batch: unknown operation {op!r}; expected one of {sorted(_BATCH_OPS)}"
-        )
-    kind, allow_negative, reductions = _BATCH_OPS[op]
+    version = op_version(op, "run_batch")
+    kind, allow_negative = version.kernel, version.negative_indices
+    reductions = version.reductions or ("none",)
     name = op
     values = as_c_array(as_data(data.values, name))
     upd_values = as_updates(updates.values, values.dtype, name)

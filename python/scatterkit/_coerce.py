@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
+from ._registry import ELEMENTS_REDUCTIONS, ND_REDUCTIONS
 
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
@@ -261,9 +262,6 @@ def check_bool(value: Any, name: str, op: str) -> bool:
     return bool(value)
 
 
-# The reductions of ScatterElementsUpdate-12 and of ScatterNDUpdate-15.
-ELEMENTS_REDUCTIONS = ("none", "sum", "prod", "min", "max", "mean")
-ND_REDUCTIONS = ("none", "sum", "sub", "prod", "min", "max")
 _REDUCTIONS = frozenset(ELEMENTS_REDUCTIONS + ND_REDUCTIONS)
 
 

@@ -54,6 +54,7 @@ from reference import (
 
 import scatterkit as sk
 from scatterkit._batch import Ragged, run_batch
+from scatterkit._registry import OPS
 
 # --------------------------------------------------------------------------------------------
 # budget: a fixed CI run, or SCATTERKIT_FUZZ_EXAMPLES fresh random examples per test
@@ -245,13 +246,15 @@ class OpSpec:
     has_init: bool = False  # takes use_init_val
 
 
+_KINDS = {
+    "scatter_update": "update",
+    "scatter_elements_update": "elements",
+    "scatter_nd_update": "nd",
+    "slice_scatter": "slice",
+}
 SPECS = {
-    "ScatterUpdate-3": OpSpec("update", False),
-    "ScatterElementsUpdate-3": OpSpec("elements", False),
-    "ScatterElementsUpdate-12": OpSpec("elements", True, ELEMENTS_REDUCTIONS, True),
-    "ScatterNDUpdate-3": OpSpec("nd", False),
-    "ScatterNDUpdate-15": OpSpec("nd", True, ND_REDUCTIONS),
-    "SliceScatter-15": OpSpec("slice", True),
+    name: OpSpec(_KINDS[v.kernel], v.negative_indices, v.reductions, "use_init_val" in v.defaults)
+    for name, v in OPS.items()
 }
 
 

@@ -13,16 +13,31 @@
 // and the tables are summed exactly at the end.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "scatterkit/config.hpp"
 #include "scatterkit/exact.hpp"
+#include "scatterkit/half.hpp"
+#include "scatterkit/parallel.hpp"
 
 namespace scatterkit {
 namespace detail {
 inline namespace SCATTERKIT_KERNELS {
+
+// Whether a + b is exact in a double (false for an infinity or NaN too).
+// TwoSum's error term, (a - av) + (b - bv), is the exact rounding error and
+// each of its two parts is exact, so it is zero when the parts cancel.
+SCATTERKIT_ALWAYS_INLINE bool sum_is_exact(double a, double b) {
+  const double s = a + b;
+  const double bv = s - a;
+  const double av = s - bv;
+  return a - av == bv - b;
+}
 
 // Double slots with exact states for the targets that left the fast path.
 template <class T>
@@ -33,11 +48,8 @@ class ExactSlots {
   // slot += b, exactly. Never rounds: a slot whose sum stops being exact moves.
   SCATTERKIT_ALWAYS_INLINE void add(double* slot, double b) {
     const double a = *slot;
-    const double s = a + b;
-    const double bv = s - a;
-    const double err = (a - (s - bv)) + (b - bv);  // TwoSum: s + err == a + b
-    if (__builtin_expect(err == 0, 1))
-      *slot = s;
+    if (__builtin_expect(sum_is_exact(a, b), 1))
+      *slot = a + b;
     else
       spill(slot, b);  // inexact, an infinity or NaN, or a slot that already moved
   }
@@ -87,9 +99,8 @@ T finish_parts(const ExactSlots<T>* slots, const double* const* tables, int64_t 
   bool fast = slots[0].state(sum) == nullptr;
   for (int64_t k = 1; k < parts && fast; ++k) {
     const double b = tables[k][x];
-    const double s = sum + b, bv = s - sum;
-    fast = (sum - (s - bv)) + (b - bv) == 0;  // also false for a moved slot (NaN)
-    sum = s;
+    fast = sum_is_exact(sum, b);  // also false for a moved slot (NaN)
+    sum += b;
   }
   if (fast) return mean ? round_double_mean<T>(sum, count) : round_double<T>(sum);
   uint64_t state[L::kWords] = {};
@@ -101,6 +112,59 @@ T finish_parts(const ExactSlots<T>* slots, const double* const* tables, int64_t 
       add_value<T>(state, v);
   }
   return finish_state<T>(state, mean, count);
+}
+
+// Whether any of v[0, n) is a NaN.
+template <class T>
+bool any_nan(const T* v, int64_t n) {
+  std::atomic<bool> nan{false};
+  parallel_for(n, n * int64_t(sizeof(T)), [&](int64_t b, int64_t e) {
+    bool any = false;
+    for (int64_t x = b; x < e; ++x) any |= exact_double(v[x]) != exact_double(v[x]);
+    if (any) nan.store(true);
+  });
+  return nan.load();
+}
+
+// Exponent fields (float32's) of the non-zero terms: the largest, and the
+// smallest (1 for subnormals); `special` for an infinity or NaN.
+struct ExponentRange {
+  uint32_t hi = 0, lo = 255;
+  bool special = false;
+  template <class T>
+  void widen(const T* v, int64_t n) {
+    uint32_t h = hi, m = lo, inf = 0;
+    for (int64_t x = 0; x < n; ++x) {
+      const uint32_t b = detail::float_bits(float(exact_double(v[x])));  // exact: T is not double
+      const uint32_t field = (b >> 23) & 0xff;
+      const bool zero = (b & 0x7fffffff) == 0;
+      h = std::max(h, field);
+      m = std::min(m, zero ? 255u : std::max(field, 1u));
+      inf |= uint32_t(field == 255);
+    }
+    hi = h;
+    lo = m;
+    special |= inf != 0;
+  }
+};
+
+// Whether every partial sum of the updates (and the initial values, if
+// given) is exact in a double, so that a fold needs no check: each term is a
+// multiple of 2^(lo - 150) below 2^(hi - 126), and fewer than 2^bits of them
+// stay below 2^(lo - 150 + 53) when hi - lo + bits <= 29.
+template <class T>
+bool double_sums_exact(const T* upd, int64_t n, const T* init, int64_t count) {
+  if constexpr (std::is_same_v<T, double>) {
+    return false;  // double terms use all 53 bits
+  } else {
+    ExponentRange r;
+    r.widen(upd, n);
+    if (init) r.widen(init, count);
+    if (r.special) return false;
+    if (r.lo == 255) return true;  // only zeros
+    const int bits = 64 - __builtin_clzll(uint64_t(n) + 1);
+    return int(r.hi) - int(r.lo) + bits <= 29;
+  }
 }
 
 // A target's exact sum from a run of terms: the fast path of one slot.

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from .._registry import OPS as REGISTRY
 from ._types import element_type, numpy_dtype
 
 
@@ -39,30 +40,8 @@ class SpecError(ValueError):
     """The job specification is malformed; the message names the offending entry."""
 
 
-@dataclass(frozen=True)
-class OpInfo:
-    """What a versioned operation takes: its tensor inputs and attributes."""
-
-    inputs: tuple[str, ...]
-    required: frozenset[str]
-    optional: frozenset[str] = frozenset()
-
-    @property
-    def attributes(self) -> frozenset[str]:
-        return self.required | self.optional
-
-
-_ELEMENTS = ("data", "indices", "updates")
-OPS: dict[str, OpInfo] = {
-    "ScatterUpdate-3": OpInfo(_ELEMENTS, frozenset({"axis"})),
-    "ScatterElementsUpdate-3": OpInfo(_ELEMENTS, frozenset({"axis"})),
-    "ScatterElementsUpdate-12": OpInfo(
-        _ELEMENTS, frozenset({"axis"}), frozenset({"reduction", "use_init_val", "exact"})
-    ),
-    "ScatterNDUpdate-3": OpInfo(_ELEMENTS, frozenset()),
-    "ScatterNDUpdate-15": OpInfo(_ELEMENTS, frozenset(), frozenset({"reduction", "exact"})),
-    "SliceScatter-15": OpInfo(("data", "updates"), frozenset({"start", "stop", "step", "axis"})),
-}
+# The versioned operations a step may name, with their inputs and attributes.
+OPS = REGISTRY
 
 
 @dataclass(frozen=True)
@@ -300,7 +279,7 @@ def _parse_step(raw: Any, where: str) -> Step:
         raise SpecError(f"{where}: unknown op {op!r}; expected one of {sorted(OPS)}")
     info = OPS[op]
     attributes = raw.get("attributes", {})
-    _check_keys(attributes, f"{where}.attributes", set(info.required), set(info.optional))
+    _check_keys(attributes, f"{where}.attributes", set(info.required), set(info.defaults))
     inputs = raw["inputs"]
     _check_keys(inputs, f"{where}.inputs", set(info.inputs), set())
     parsed = {k: _parse_input(v, f"{where}.inputs.{k}") for k, v in inputs.items()}

@@ -634,10 +634,9 @@ struct IndexRange {
 // part that only holds the identity cannot tell untouched from targeted.
 template <class Op, class T>
 constexpr bool merges_exactly_v =
-    folds_in_place_v<Op, T> &&
-    (std::is_same_v<Op, MinOp<T>> || std::is_same_v<Op, MaxOp<T>> ||
-     (!std::is_floating_point_v<T> &&
-      (std::is_same_v<Op, SumOp<T>> || std::is_same_v<Op, ProdOp<T>>)));
+    folds_in_place_v<Op, T> && (std::is_same_v<Op, MinOp<T>> || std::is_same_v<Op, MaxOp<T>> ||
+                                (!std::is_floating_point_v<T> &&
+                                 (std::is_same_v<Op, SumOp<T>> || std::is_same_v<Op, ProdOp<T>>)));
 
 // Into how many parts reduce_in_parts splits each line: only when there
 // are fewer lines than threads (else whole lines already keep every thread
@@ -780,6 +779,44 @@ inline bool exact_table_fits(int64_t elements, int64_t updates) {
   return elements <= 4 * updates + (int64_t(1) << 16);
 }
 
+// Folds positions [j0, j1) of every line into a part's table of double slots
+// (and counts, if cnt), checking each addition for exactness (kChecked) or
+// not, where the caller has shown every partial sum exact. Returns false at
+// the first index `valid` rejects.
+template <bool kChecked, class T, class KI>
+bool fold_exact_part(const ElementsLayout& l, const KI* idx, const T* upd, double* tab,
+                     uint32_t* cnt, ExactSlots<T>& slots, int64_t j0, int64_t j1, IndexRange valid,
+                     bool prefetch) {
+  for (int64_t o = 0; o < l.outer; ++o) {
+    double* base = tab + l.outer_at(o);
+    uint32_t* cbase = cnt ? cnt + l.outer_at(o) : nullptr;
+    auto fold = [&slots, base, cbase, upd](int64_t, int64_t t, int64_t p) {
+      const double v = exact_double(upd[p]);
+      if constexpr (kChecked)
+        slots.add(base + t, v);
+      else
+        base[t] += v;
+      if (cbase) ++cbase[t];
+    };
+    for (int64_t i = 0; i < l.inner; ++i) {
+      const LineBlock part{o, o + 1, i, i + 1, j0, j1};
+      const bool ok =
+          prefetch ? visit_block(l, part, idx, fold, valid, PrefetchTarget{base, sizeof(double)})
+                   : visit_block(l, part, idx, fold, valid, NoPrefetch{});
+      if (!ok) return false;
+    }
+  }
+  return true;
+}
+
+// Updates up to which exact_elements_dense scans them for the bound that lets
+// it skip the checks: a batch row's, not a large histogram's, whose many terms
+// rarely fit the bound and would pay for the scan.
+constexpr int64_t kUncheckedScanMax = int64_t(1) << 16;
+
+// Slots up to which the tables live on the stack (a batch row's).
+constexpr int64_t kStackSlots = 512;
+
 // Exact sum or mean along the lines of ScatterElementsUpdate, with a table
 // of `count` slots (data's elements) per part. Each index is checked as it is
 // read (valid); returns false, with out untouched, if one is bad.
@@ -793,26 +830,24 @@ bool exact_elements_dense(const ElementsLayout& l, const KI* idx, const T* upd, 
   // Targets are told apart from untargeted elements (which keep data) by
   // their counts: needed for the mean, without use_init_val, and for a NaN
   // in data, which a targeted element turns into the default NaN.
-  bool counted = mean || !use_init_val;
-  if (!counted) {
-    std::atomic<bool> nan{false};
-    parallel_for(count, count * int64_t(sizeof(T)), [&](int64_t b, int64_t e) {
-      bool any = false;
-      for (int64_t x = b; x < e; ++x) any |= exact_double(data[x]) != exact_double(data[x]);
-      if (any) nan.store(true);
-    });
-    counted = nan.load();
-  }
-  const std::unique_ptr<double[]> table(new double[size_t(parts * count)]);
+  const bool counted = mean || !use_init_val || any_nan(data, count);
+  const bool checked = updates > kUncheckedScanMax ||
+                       !double_sums_exact(upd, updates, use_init_val ? data : nullptr, count);
+  double stack_table[kStackSlots];
+  std::unique_ptr<double[]> heap_table;
+  if (parts * count > kStackSlots) heap_table.reset(new double[size_t(parts * count)]);
+  double* table = heap_table ? heap_table.get() : stack_table;
   std::unique_ptr<uint32_t[]> counts;
   if (counted) counts.reset(new uint32_t[size_t(parts * count)]);
   std::vector<ExactSlots<T>> slots(static_cast<size_t>(parts));
   std::vector<const double*> tables(static_cast<size_t>(parts));
-  for (int64_t k = 0; k < parts; ++k) tables[size_t(k)] = table.get() + k * count;
+  for (int64_t k = 0; k < parts; ++k) tables[size_t(k)] = table + k * count;
+  // Fetching targets ahead pays once the table leaves L2.
+  const bool prefetch = count * int64_t(sizeof(double)) > (int64_t(1) << 20);
   std::atomic<bool> bad{false};
   parallel_for(parts, bytes, [&](int64_t k0, int64_t k1) {
     for (int64_t k = k0; k < k1; ++k) {
-      double* tab = table.get() + k * count;
+      double* tab = table + k * count;
       ExactSlots<T>& sl = slots[size_t(k)];
       // -0 is the identity of IEEE addition: -0 + -0 = -0, -0 + +0 = +0.
       std::fill_n(tab, count, -0.0);
@@ -827,30 +862,10 @@ bool exact_elements_dense(const ElementsLayout& l, const KI* idx, const T* upd, 
       uint32_t* cnt = counted ? counts.get() + k * count : nullptr;
       if (cnt) std::fill_n(cnt, count, 0u);
       const int64_t j0 = l.along * k / parts, j1 = l.along * (k + 1) / parts;
-      for (int64_t o = 0; o < l.outer && !bad.load(std::memory_order_relaxed); ++o) {
-        double* base = tab + l.outer_at(o);
-        uint32_t* cbase = cnt ? cnt + l.outer_at(o) : nullptr;
-        for (int64_t i = 0; i < l.inner; ++i) {
-          const LineBlock part{o, o + 1, i, i + 1, j0, j1};
-          const bool ok = cbase ? visit_block(
-                                      l, part, idx,
-                                      [&sl, base, cbase, upd](int64_t, int64_t t, int64_t p) {
-                                        sl.add(base + t, exact_double(upd[p]));
-                                        ++cbase[t];
-                                      },
-                                      valid, PrefetchTarget{base, sizeof(double)})
-                                : visit_block(
-                                      l, part, idx,
-                                      [&sl, base, upd](int64_t, int64_t t, int64_t p) {
-                                        sl.add(base + t, exact_double(upd[p]));
-                                      },
-                                      valid, PrefetchTarget{base, sizeof(double)});
-          if (!ok) {
-            bad.store(true, std::memory_order_relaxed);
-            break;
-          }
-        }
-      }
+      const bool ok =
+          checked ? fold_exact_part<true>(l, idx, upd, tab, cnt, sl, j0, j1, valid, prefetch)
+                  : fold_exact_part<false>(l, idx, upd, tab, cnt, sl, j0, j1, valid, prefetch);
+      if (!ok) bad.store(true, std::memory_order_relaxed);
     }
   });
   if (bad.load()) return false;
