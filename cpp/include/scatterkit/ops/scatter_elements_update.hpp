@@ -869,6 +869,12 @@ bool exact_elements_dense(const ElementsLayout& l, const KI* idx, const T* upd, 
     }
   });
   if (bad.load()) return false;
+  if (parts == 1 && !counted && !mean && slots[0].empty()) {  // every slot holds its sum
+    parallel_for(count, count * int64_t(sizeof(T) + 8), [&](int64_t b, int64_t e) {
+      for (int64_t x = b; x < e; ++x) out[x] = round_double<T>(table[x]);
+    });
+    return true;
+  }
   parallel_for(count, count * int64_t(sizeof(T) + parts * 12), [&](int64_t b, int64_t e) {
     for (int64_t x = b; x < e; ++x) {
       uint64_t n = use_init_val ? 1 : 0;
