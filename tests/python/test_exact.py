@@ -1704,3 +1704,20 @@ def test_fold_with_a_bad_index_leaves_the_state_unchanged(rng, dtype):
             state, np.array([[0], [2**63 - 1]], np.int64), np.ones((2, 2), dtype), dtype=dtype
         )
     assert state.tobytes() == before.tobytes()
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BFLOAT16], ids=dtype_id)
+@pytest.mark.parametrize("spread", [18, 19, 20], ids=lambda s: f"spread{s}")
+def test_rows_at_the_edge_of_the_unchecked_bound_against_oracle(rng, dtype, spread):
+    # 1000 updates (10 bits of count) whose exponents span `spread`: the kernel folds
+    # without checks up to hi - lo + 10 <= 29, so 19 is the last unchecked spread and the
+    # sums there use every bit of a double; 20 takes the checked path. Both exact.
+    n, bins = 1000, 3
+    exponents = rng.integers(-spread, 1, n)
+    exponents[:2] = (-spread, 0)
+    mantissas = 1 + rng.integers(0, 2 ** min(FORMATS[np.dtype(dtype)][0] - 1, 23), n) / 2**23
+    updates = (mantissas * 2.0**exponents).astype(dtype)
+    indices = rng.integers(0, bins, n)
+    data = np.zeros(bins, dtype)
+    got = sk.scatter_elements_update(data, indices, updates, 0, reduction="sum", exact=True)
+    assert_bits(got, oracle_elements(data, indices, updates, 0, mean=False, use_init_val=True))
