@@ -18,30 +18,8 @@ using scatterkit::DType;
 using scatterkit::IndexType;
 using scatterkit::RaggedRef;
 using scatterkit::Reduction;
+using sktest::Ragged;
 using sktest::Shape;
-
-// Rows of tensors stored back to back, as Arrow list arrays hold them.
-template <class T>
-struct Ragged {
-  std::vector<T> values;
-  std::vector<int64_t> offsets = {0}, shapes, shape_offsets = {0};
-
-  Ragged& add(const std::vector<T>& row, const Shape& shape) {
-    values.insert(values.end(), row.begin(), row.end());
-    offsets.push_back(int64_t(values.size()));
-    shapes.insert(shapes.end(), shape.begin(), shape.end());
-    shape_offsets.push_back(int64_t(shapes.size()));
-    return *this;
-  }
-  int64_t rows() const { return int64_t(offsets.size()) - 1; }
-  RaggedRef ref() const {
-    return RaggedRef{values.data(), int64_t(values.size()), sizeof(T),           offsets.data(),
-                     shapes.data(), int64_t(shapes.size()), shape_offsets.data()};
-  }
-  std::vector<T> row(const std::vector<T>& flat, int64_t r) const {
-    return {flat.begin() + offsets[size_t(r)], flat.begin() + offsets[size_t(r) + 1]};
-  }
-};
 
 BatchOp nd_op(Reduction r = Reduction::kNone) {
   BatchOp op;

@@ -35,6 +35,7 @@ using sktest::make;
 using sktest::make_vector;
 using sktest::mview;
 using sktest::same_bits;
+using sktest::Ragged;
 using sktest::Shape;
 
 OpOptions exact_options() {
@@ -350,27 +351,6 @@ TEST(ExactThreads, MinMaxKeepUntargetedNaNBits) {
 }
 
 // ---- run_batch -----------------------------------------------------------------------
-
-template <class T>
-struct Ragged {
-  std::vector<T> values;
-  std::vector<int64_t> offsets = {0}, shapes, shape_offsets = {0};
-
-  Ragged& add(const std::vector<T>& row, const Shape& shape) {
-    values.insert(values.end(), row.begin(), row.end());
-    offsets.push_back(int64_t(values.size()));
-    shapes.insert(shapes.end(), shape.begin(), shape.end());
-    shape_offsets.push_back(int64_t(shapes.size()));
-    return *this;
-  }
-  RaggedRef ref() const {
-    return RaggedRef{values.data(), int64_t(values.size()), sizeof(T),           offsets.data(),
-                     shapes.data(), int64_t(shapes.size()), shape_offsets.data()};
-  }
-  std::vector<T> row(const std::vector<T>& flat, int64_t r) const {
-    return {flat.begin() + offsets[size_t(r)], flat.begin() + offsets[size_t(r) + 1]};
-  }
-};
 
 TEST(ExactBatch, RowsEqualDirectCalls) {
   Ragged<float> data, updates;

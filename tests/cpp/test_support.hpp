@@ -218,4 +218,27 @@ void ref_scatter_nd(std::vector<T>& out, const Shape& dshape, const std::vector<
   }
 }
 
+// Rows of tensors stored back to back, as Arrow list arrays hold them.
+template <class T>
+struct Ragged {
+  std::vector<T> values;
+  std::vector<int64_t> offsets = {0}, shapes, shape_offsets = {0};
+
+  Ragged& add(const std::vector<T>& row, const Shape& shape) {
+    values.insert(values.end(), row.begin(), row.end());
+    offsets.push_back(int64_t(values.size()));
+    shapes.insert(shapes.end(), shape.begin(), shape.end());
+    shape_offsets.push_back(int64_t(shapes.size()));
+    return *this;
+  }
+  int64_t rows() const { return int64_t(offsets.size()) - 1; }
+  scatterkit::RaggedRef ref() const {
+    return scatterkit::RaggedRef{values.data(), int64_t(values.size()), sizeof(T),           offsets.data(),
+                     shapes.data(), int64_t(shapes.size()), shape_offsets.data()};
+  }
+  std::vector<T> row(const std::vector<T>& flat, int64_t r) const {
+    return {flat.begin() + offsets[size_t(r)], flat.begin() + offsets[size_t(r) + 1]};
+  }
+};
+
 }  // namespace sktest
