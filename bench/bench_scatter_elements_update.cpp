@@ -5,8 +5,17 @@
 // W3: the same with reduction sum, max and mean (use_init_val true).
 // W2 and W3 also with float16 data and int32 indices (same index values).
 // W6 (histogram): data float32 [1'000'000] zeros, 10'000'000 random indices,
-//     axis 0, reduction sum and max.
+//     axis 0, reduction sum, max and mean; sum and mean also exact
+//     (OpOptions::exact: the real sum rounded once).
+// Batch_spark: the Spark pipeline's shape through run_batch: 10,000 rows, each
+//     1,000 float32 updates (int64 indices) into 96 zero bins, 1-D
+//     ScatterElementsUpdate-12 sum or mean, exact and not.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -88,7 +97,7 @@ ElementsCase<float, int64_t>& w6() {
 
 template <class T, class I>
 void run_elements(benchmark::State& state, ElementsCase<T, I>& c, Reduction reduction,
-                  Placement placement) {
+                  Placement placement, const sk::OpOptions& options = {}) {
   const bool in_place = placement != Placement::kOutOfPlace;
   // 'none' is idempotent, so every iteration in place sees the same work. The
   // buffer keeps its capacity between runs: no allocation after the first.
@@ -102,7 +111,8 @@ void run_elements(benchmark::State& state, ElementsCase<T, I>& c, Reduction redu
   sb::run_op(
       state, c.traffic(reduction, placement), dst,
       [&] {
-        sk::scatter_elements_update<T, I>(data, indices, updates, axis, out, reduction, true);
+        sk::scatter_elements_update<T, I>(data, indices, updates, axis, out, reduction, true,
+                                          options);
       },
       placement == Placement::kInPlaceCold);
 }
@@ -123,8 +133,94 @@ void W3_f16_i32(benchmark::State& state, Reduction reduction) {
   run_elements(state, w2<sk::float16, int32_t>(), reduction, Placement::kOutOfPlace);
 }
 
-void W6_f32_i64(benchmark::State& state, Reduction reduction) {
-  run_elements(state, w6(), reduction, Placement::kOutOfPlace);
+// exact: OpOptions::exact, the real sum (or mean) rounded once, the same bits
+// at every thread count.
+void W6_f32_i64(benchmark::State& state, Reduction reduction, bool exact) {
+  sk::OpOptions options;
+  options.exact = exact;
+  run_elements(state, w6(), reduction, Placement::kOutOfPlace, options);
+}
+
+// The Spark pipeline's shape (bench/spark, the demo's 96 buckets): rows of
+// 1,000 updates into 96 zero bins, one ScatterElementsUpdate-12 per row,
+// through the batched entry the executors call (run_batch: threads split the
+// rows, each row runs on one thread).
+struct BatchCase {
+  static constexpr int64_t kRows = 10'000, kBins = 96, kUpdates = 1'000;
+  std::vector<float> data, updates, out;
+  std::vector<int64_t> indices;
+  // Offsets of data rows, of index and update rows, shape offsets (one entry
+  // per row: every row is 1-D) and the two shapes, one per row.
+  std::vector<int64_t> data_offsets, update_offsets, shape_offsets, data_shapes, update_shapes;
+
+  BatchCase()
+      : data(size_t(kRows * kBins), 0.f),
+        updates(sb::random_values<float>(kRows * kUpdates, 72)),
+        out(data.size(), 0.f),
+        indices(sb::random_indices(kRows * kUpdates, kBins, 71)),
+        data_offsets(size_t(kRows + 1)),
+        update_offsets(size_t(kRows + 1)),
+        shape_offsets(size_t(kRows + 1)),
+        data_shapes(size_t(kRows), kBins),
+        update_shapes(size_t(kRows), kUpdates) {
+    for (int64_t r = 0; r <= kRows; ++r) {
+      data_offsets[size_t(r)] = r * kBins;
+      update_offsets[size_t(r)] = r * kUpdates;
+      shape_offsets[size_t(r)] = r;
+    }
+  }
+
+  sk::RaggedRef ragged(const void* values, int64_t per_row, size_t itemsize,
+                       const std::vector<int64_t>& offsets,
+                       const std::vector<int64_t>& shapes) const {
+    sk::RaggedRef r;
+    r.values = values;
+    r.size = kRows * per_row;
+    r.itemsize = itemsize;
+    r.offsets = offsets.data();
+    r.shapes = shapes.data();
+    r.shapes_size = kRows;
+    r.shape_offsets = shape_offsets.data();
+    return r;
+  }
+
+  // Per row, the out-of-place model of every W workload; each update reaches its bin.
+  int64_t traffic() const {
+    return kRows * sb::traffic_out_of_place(kBins * int64_t(sizeof(float)),
+                                            kUpdates * int64_t(sizeof(int64_t)),
+                                            kUpdates * int64_t(sizeof(float)));
+  }
+};
+
+BatchCase& batch_spark() {
+  static BatchCase c;
+  return c;
+}
+
+void Batch_spark_f32_i64(benchmark::State& state, Reduction reduction, bool exact) {
+  auto& c = batch_spark();
+  sk::BatchOp op;
+  op.kind = sk::BatchKind::kScatterElementsUpdate;
+  op.dtype = sk::DType::kFloat32;
+  op.index_type = sk::IndexType::kInt64;
+  op.axis = 0;
+  op.reduction = reduction;
+  op.use_init_val = true;
+  op.options.exact = exact;
+  const sk::RaggedRef data =
+      c.ragged(c.data.data(), c.kBins, sizeof(float), c.data_offsets, c.data_shapes);
+  const sk::RaggedRef indices =
+      c.ragged(c.indices.data(), c.kUpdates, sizeof(int64_t), c.update_offsets, c.update_shapes);
+  const sk::RaggedRef updates =
+      c.ragged(c.updates.data(), c.kUpdates, sizeof(float), c.update_offsets, c.update_shapes);
+  bool failed = false;
+  sb::run_op(state, c.traffic(), c.out.data(), [&] {
+    const std::vector<std::string> errors =
+        sk::run_batch(op, c.kRows, data, &indices, updates, c.out.data());
+    failed |=
+        std::any_of(errors.begin(), errors.end(), [](const std::string& e) { return !e.empty(); });
+  });
+  if (failed) state.SkipWithError("a row failed");
 }
 
 // Floors: one copy of each data tensor.
@@ -237,6 +333,164 @@ void bound_W6_table_in_cache(benchmark::State& state, int64_t entries) {
   state.SetBytesProcessed(state.iterations() * (c.index_bytes + c.update_bytes));
 }
 
+// The phases of W6 sum with exact=True, one thread, apart (the kernel is
+// exact_elements_dense in scatter_elements_update.hpp; with exact=True each
+// part of the updates has a table of its own, one part per thread):
+//   init:   what precedes the fold: data scanned for a NaN, the 8 MB table of
+//           double slots filled with -0, data written into it;
+//   fold:   every update added to its target's double slot, each addition
+//           checked exact (TwoSum, detail::ExactSlots), the target fetched
+//           into L2 32 updates ahead as in the kernel; no index validation;
+//   fold_unchecked: the same adds into the same double table, unchecked: the
+//           cost of the 8 MB table alone, next to bound_W6_plain_loop's 4 MB;
+//   finish: every slot rounded to float once, into out (one table);
+//   finish_2_tables: two tables merged (each sum checked exact) and rounded:
+//           the final pass at 2 threads.
+enum class ExactPhase { kInit, kFold, kFoldUnchecked, kFinish, kFinish2 };
+
+void bound_W6_exact_phase(benchmark::State& state, ExactPhase phase) {
+  auto& c = w6();
+  const int64_t n = int64_t(c.indices.size()), count = int64_t(c.data.size());
+  const int64_t* idx = c.indices.data();
+  const float* upd = c.updates.data();
+  const float* data = c.data.data();
+  float* out = c.out.data();
+  const int parts = phase == ExactPhase::kFinish2 ? 2 : 1;
+  const std::unique_ptr<double[]> table(new double[size_t(parts * count)]);
+  std::vector<sk::detail::ExactSlots<float>> slots(static_cast<size_t>(parts));
+  std::vector<const double*> tables;
+  for (int k = 0; k < parts; ++k) tables.push_back(table.get() + k * count);
+  // Slots as the fold leaves them: W6 holds each target's sum in its slot.
+  for (int k = 0; k < parts; ++k) {
+    double* tab = table.get() + k * count;
+    std::fill_n(tab, count, -0.0);
+    for (int64_t i = k; i < n; i += parts) slots[size_t(k)].add(tab + idx[i], double(upd[i]));
+  }
+  double* tab = table.get();
+  constexpr int64_t kAhead = sk::detail::kPrefetchDistance;
+  for (auto _ : state) {
+    switch (phase) {
+      case ExactPhase::kInit: {
+        bool nan = false;
+        for (int64_t x = 0; x < count; ++x) nan |= data[x] != data[x];
+        benchmark::DoNotOptimize(nan);
+        std::fill_n(tab, count, -0.0);
+        for (int64_t x = 0; x < count; ++x) {
+          const double v = double(data[x]);
+          if (std::isfinite(v))
+            tab[x] = v;
+          else
+            slots[0].add(tab + x, v);
+        }
+        break;
+      }
+      case ExactPhase::kFold: {
+        sk::detail::ExactSlots<float>& sl = slots[0];
+        int64_t i = 0;
+        for (; i + kAhead < n; ++i) {
+          sk::detail::prefetch_l2(tab + idx[i + kAhead]);
+          sl.add(tab + idx[i], double(upd[i]));
+        }
+        for (; i < n; ++i) sl.add(tab + idx[i], double(upd[i]));
+        break;
+      }
+      case ExactPhase::kFoldUnchecked: {
+        int64_t i = 0;
+        for (; i + kAhead < n; ++i) {
+          sk::detail::prefetch_l2(tab + idx[i + kAhead]);
+          tab[idx[i]] += double(upd[i]);
+        }
+        for (; i < n; ++i) tab[idx[i]] += double(upd[i]);
+        break;
+      }
+      case ExactPhase::kFinish:
+      case ExactPhase::kFinish2:
+        for (int64_t x = 0; x < count; ++x)
+          out[x] = sk::detail::finish_parts<float>(slots.data(), tables.data(), parts, x, false, 1);
+        break;
+    }
+    benchmark::DoNotOptimize(tab);
+    benchmark::DoNotOptimize(out);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * (c.index_bytes + c.update_bytes));
+}
+
+// Batch_spark's per-row fold apart from run_batch (no row checks, no
+// allocation), one thread, every row in turn: its 96 bins zeroed, its 1,000
+// updates folded in order, the bins rounded into out. What the exact fold
+// costs where its table stays in L1:
+//   float:             bins of float, `bin += u`: the loop of the inexact sum;
+//   double_twosum:     bins of double, each addition checked exact
+//                      (detail::ExactSlots, TwoSum), the loop of exact=True;
+//   double_prechecked: a pass over the row's updates first (the largest and
+//                      the smallest nonzero magnitude, on the bits), then
+//                      unchecked double adds when that pass proves every sum
+//                      exact (n * max < 2^53 * the smallest term's ulp: every
+//                      partial sum is then a multiple of that ulp below 2^53
+//                      of them), else the checked loop. A candidate for the
+//                      kernel, not what it does.
+enum class RowFold { kFloat, kDoubleTwoSum, kDoublePrechecked };
+
+// Whether a double fold of these float32 terms into zero slots is exact,
+// whatever their order: every partial sum a multiple of the smallest term's
+// ulp and below 2^53 of them. False for an infinity or a NaN.
+inline bool double_sums_exact(const float* u, int64_t n) {
+  uint32_t hi = 0, lo = ~0u;  // largest magnitude, smallest nonzero magnitude minus one
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t b;
+    std::memcpy(&b, u + i, sizeof b);
+    b &= 0x7fffffffu;
+    hi = std::max(hi, b);
+    lo = std::min(lo, b - 1);  // a zero wraps to the top and never wins
+  }
+  if (hi >= 0x7f800000u) return false;  // an infinity or a NaN
+  if (lo == ~0u) return true;           // every term zero
+  float hf, lf;
+  const uint32_t lb = lo + 1;
+  std::memcpy(&hf, &hi, sizeof hf);
+  std::memcpy(&lf, &lb, sizeof lf);
+  // the smallest term's ulp is above lf * 2^-24 (2^-149 for a subnormal)
+  const double ulp = std::max(double(lf) * 0x1p-24, 0x1p-149);
+  return double(n) * double(hf) < 0x1p53 * ulp;
+}
+
+void bound_Batch_spark_fold(benchmark::State& state, RowFold fold) {
+  auto& c = batch_spark();
+  constexpr int64_t kBins = BatchCase::kBins, kUpdates = BatchCase::kUpdates;
+  int64_t checked_rows = 0;
+  for (auto _ : state) {
+    checked_rows = 0;
+    for (int64_t r = 0; r < BatchCase::kRows; ++r) {
+      const int64_t* idx = c.indices.data() + r * kUpdates;
+      const float* upd = c.updates.data() + r * kUpdates;
+      float* out = c.out.data() + r * kBins;
+      if (fold == RowFold::kFloat) {
+        float bins[kBins] = {};
+        for (int64_t i = 0; i < kUpdates; ++i) bins[idx[i]] += upd[i];
+        std::memcpy(out, bins, sizeof bins);
+        continue;
+      }
+      double bins[kBins];
+      std::fill_n(bins, kBins, -0.0);
+      sk::detail::ExactSlots<float> slots;
+      if (fold == RowFold::kDoublePrechecked && double_sums_exact(upd, kUpdates)) {
+        for (int64_t i = 0; i < kUpdates; ++i) bins[idx[i]] += double(upd[i]);
+      } else {
+        ++checked_rows;
+        for (int64_t i = 0; i < kUpdates; ++i) slots.add(bins + idx[i], double(upd[i]));
+      }
+      const double* tables[1] = {bins};
+      for (int64_t x = 0; x < kBins; ++x)
+        out[x] = sk::detail::finish_parts<float>(&slots, tables, 1, x, false, 1);
+    }
+    benchmark::DoNotOptimize(c.out.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["checked_rows"] = double(checked_rows);
+  state.SetBytesProcessed(state.iterations() * c.traffic());
+}
+
 // W2 in place as a bare loop: each update stored to its precomputed target,
 // in order. No index is read, checked or converted: the cost of the stores'
 // cache misses alone (warm or cold, as the library's W2 in place beside it).
@@ -293,11 +547,29 @@ BENCHMARK_CAPTURE(W3_f16_i32, max, Reduction::kMax)->Apply(sb::thread_args);
 BENCHMARK_CAPTURE(W3_f16_i32, mean, Reduction::kMean)->Apply(sb::thread_args);
 
 BENCHMARK(memcpy_floor_W6)->Apply(sb::thread_args);
-BENCHMARK_CAPTURE(W6_f32_i64, sum, Reduction::kSum)->Apply(sb::thread_args);
-BENCHMARK_CAPTURE(W6_f32_i64, max, Reduction::kMax)->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(W6_f32_i64, sum, Reduction::kSum, false)->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(W6_f32_i64, sum_exact, Reduction::kSum, true)->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(W6_f32_i64, mean, Reduction::kMean, false)->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(W6_f32_i64, mean_exact, Reduction::kMean, true)->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(W6_f32_i64, max, Reduction::kMax, false)->Apply(sb::thread_args);
 BENCHMARK(bound_W6_read_inputs)->Apply(sb::thread_args);
 BENCHMARK_CAPTURE(bound_W6_plain_loop, no_prefetch, false)->Apply(one_thread);
 BENCHMARK_CAPTURE(bound_W6_plain_loop, l2_prefetch, true)->Apply(one_thread);
 BENCHMARK(bound_W6_read_targets)->Apply(one_thread);
 BENCHMARK_CAPTURE(bound_W6_table_in_cache, l1_8KB, 2048)->Apply(one_thread);
 BENCHMARK_CAPTURE(bound_W6_table_in_cache, l2_256KB, 65536)->Apply(one_thread);
+BENCHMARK_CAPTURE(bound_W6_exact_phase, init, ExactPhase::kInit)->Apply(one_thread);
+BENCHMARK_CAPTURE(bound_W6_exact_phase, fold, ExactPhase::kFold)->Apply(one_thread);
+BENCHMARK_CAPTURE(bound_W6_exact_phase, fold_unchecked, ExactPhase::kFoldUnchecked)
+    ->Apply(one_thread);
+BENCHMARK_CAPTURE(bound_W6_exact_phase, finish, ExactPhase::kFinish)->Apply(one_thread);
+BENCHMARK_CAPTURE(bound_W6_exact_phase, finish_2_tables, ExactPhase::kFinish2)->Apply(one_thread);
+
+BENCHMARK_CAPTURE(Batch_spark_f32_i64, sum, Reduction::kSum, false)->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(Batch_spark_f32_i64, sum_exact, Reduction::kSum, true)->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(Batch_spark_f32_i64, mean, Reduction::kMean, false)->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(Batch_spark_f32_i64, mean_exact, Reduction::kMean, true)->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(bound_Batch_spark_fold, float, RowFold::kFloat)->Apply(one_thread);
+BENCHMARK_CAPTURE(bound_Batch_spark_fold, double_twosum, RowFold::kDoubleTwoSum)->Apply(one_thread);
+BENCHMARK_CAPTURE(bound_Batch_spark_fold, double_prechecked, RowFold::kDoublePrechecked)
+    ->Apply(one_thread);

@@ -11,6 +11,8 @@ implementation alike. Prints medians and writes RESULTS.md and results.png.
     python bench/compare.py --quick                # small shapes: a smoke run (results to /tmp)
     python bench/compare.py --workloads W2,W3 --threads 2 --repeats 5
 
+Rows named "exact" run scatterkit with exact=True (the real sum rounded once), the peers with
+their usual sums, and scatterkit with exact=False beside them ("scatterkit inexact").
 bench/README.md explains the workloads, the peers' formulations and how to read the ratios.
 """
 
@@ -45,7 +47,16 @@ SK_BUILD = (
 )
 SEED = 3
 HERE = Path(__file__).resolve().parent
-IMPLS = ["floor", "scatterkit", "scatterkit out=", "OpenVINO", "PyTorch", "ONNX Runtime", "NumPy"]
+IMPLS = [
+    "floor",
+    "scatterkit",
+    "scatterkit out=",
+    "scatterkit inexact",  # rows of exact workloads only: the same call with exact=False
+    "OpenVINO",
+    "PyTorch",
+    "ONNX Runtime",
+    "NumPy",
+]
 PEERS = ["OpenVINO", "PyTorch", "ONNX Runtime", "NumPy"]
 # Above this many input bytes, peers run one at a time (each interleaved with the floor and
 # scatterkit) and are freed in between: their copies of W1's 1.5 GB updates add up.
@@ -68,6 +79,7 @@ class Workload:
     in_place: bool = False
     dtype: str = "float32"
     index_dtype: str = "int64"
+    exact: bool = False  # scatterkit with exact=True; peers run their usual (inexact) sums
 
 
 def canonical_workloads() -> list[Workload]:
@@ -88,6 +100,8 @@ def canonical_workloads() -> list[Workload]:
         Workload("W5", "W5", "slice", "W5"),
         Workload("W6 sum", "W6", "elements", "W6", reduction="sum"),
         Workload("W6 max", "W6", "elements", "W6", reduction="max"),
+        Workload("W6 sum exact", "W6", "elements", "W6", reduction="sum", exact=True),
+        Workload("W6 mean exact", "W6", "elements", "W6", reduction="mean", exact=True),
     ]
     return w
 
@@ -244,15 +258,19 @@ def setup_floor(w: Workload, c: Case, threads: int):
     return run
 
 
-def sk_call(w: Workload, c: Case, data: np.ndarray, out: np.ndarray | None):
+def sk_call(
+    w: Workload, c: Case, data: np.ndarray, out: np.ndarray | None, exact: bool | None = None
+):
+    """The op as a user writes it; exact=True on exact workloads unless `exact` says otherwise."""
+    exact = w.exact if exact is None else exact
     if w.op == "update":
         return sk.scatter_update(data, c.indices, c.updates, c.axis, out=out)
     if w.op == "elements":
         return sk.scatter_elements_update(
-            data, c.indices, c.updates, c.axis, reduction=w.reduction, out=out
+            data, c.indices, c.updates, c.axis, reduction=w.reduction, out=out, exact=exact
         )
     if w.op == "nd":
-        return sk.scatter_nd_update(data, c.indices, c.updates, out=out)
+        return sk.scatter_nd_update(data, c.indices, c.updates, out=out, exact=exact)
     start, stop, step = c.slice_bounds
     return sk.slice_scatter(data, c.updates, start, stop, step, c.axis, out=out)
 
@@ -271,6 +289,13 @@ def setup_scatterkit_out(w: Workload, c: Case, threads: int):
         return NotAvailable("in place: the scatterkit row")
     out = np.zeros_like(c.data)
     return lambda: sk_call(w, c, c.data, out)
+
+
+def setup_scatterkit_inexact(w: Workload, c: Case, threads: int):
+    """An exact workload's call with exact=False: what exact=True costs, in the same rounds."""
+    if not w.exact:
+        return NotAvailable("rows of exact workloads only")
+    return lambda: sk_call(w, c, c.data, None, exact=False)
 
 
 def setup_numpy(w: Workload, c: Case, threads: int):
@@ -478,6 +503,7 @@ SETUP: dict[str, Callable] = {
     "floor": setup_floor,
     "scatterkit": setup_scatterkit,
     "scatterkit out=": setup_scatterkit_out,
+    "scatterkit inexact": setup_scatterkit_inexact,
     "OpenVINO": setup_openvino,
     "PyTorch": setup_torch,
     "ONNX Runtime": setup_ort,
@@ -630,7 +656,7 @@ def set_threads(n: int, peers: list[str]) -> None:
 def run_workload(w, c, threads, peers, repeats, budget, sk_reference) -> dict[str, Cell]:
     cells: dict[str, Cell] = {}
     ref: dict[str, np.ndarray] = {}
-    own = ["floor", "scatterkit", "scatterkit out="]
+    own = ["floor", "scatterkit", "scatterkit out="] + (["scatterkit inexact"] if w.exact else [])
     serial = c.data.nbytes + c.updates.nbytes > SERIAL_PEER_BYTES
     if serial:  # one peer at a time, each interleaved with the floor and scatterkit
         for peer in peers or [None]:
@@ -767,6 +793,35 @@ def detail_table(rows: list[Row]) -> str:
     return markdown_table(headers, out)
 
 
+def exact_table(rows: list[Row]) -> str:
+    """Rows of exact workloads: what exact=True costs next to exact=False and to the peers.
+
+    `exact/inexact` compares with scatterkit's own exact=False call, timed in the same rounds;
+    `exact/best peer` with the fastest peer's usual (inexact) sum at the same thread count.
+    """
+    headers = ["workload", "thr", "sk exact ms", "sk inexact ms", "exact/inexact"]
+    headers += ["best peer ms", "exact/best peer", "best peer"]
+    out = []
+    for row in rows:
+        if not row.workload.exact:
+            continue
+        exact, inexact = row.median("scatterkit"), row.median("scatterkit inexact")
+        best_name, best = row.best_peer()
+        out.append(
+            [
+                row.workload.name,
+                str(row.threads),
+                fmt_ms(exact),
+                fmt_ms(inexact),
+                fmt_ratio(ratio(exact, inexact)),
+                fmt_ms(best),
+                fmt_ratio(ratio(exact, best)),
+                best_name or "n/a",
+            ]
+        )
+    return markdown_table(headers, out) if out else ""
+
+
 def problems(rows: list[Row]) -> list[str]:
     found = []
     for row in rows:
@@ -871,7 +926,8 @@ def plot(rows: list[Row], threads: list[int], path: Path) -> str:
     except ImportError:
         return "matplotlib not installed: no chart"
     impls = [i for i in IMPLS if i != "floor"]
-    colors = dict(zip(impls, ["#1b7837", "#7fbf7b", "#762a83", "#e08214", "#2166ac", "#999999"]))
+    palette = ["#1b7837", "#7fbf7b", "#a6dba0", "#762a83", "#e08214", "#2166ac", "#999999"]
+    colors = dict(zip(impls, palette))
     fig, axes = plt.subplots(len(threads), 1, figsize=(14, 4.2 * len(threads)), squeeze=False)
     for ax, t in zip(axes[:, 0], threads):
         sel = [r for r in rows if r.threads == t]
@@ -944,6 +1000,18 @@ def write_results(path: Path, rows, args, peers, missing, started, elapsed, load
     speedups = in_place_speedups(rows)
     if speedups:
         lines += ["In place vs out of place (scatterkit): " + "; ".join(speedups) + ".", ""]
+    exact = exact_table(rows)
+    if exact:
+        lines += [
+            "## Exact sums",
+            "",
+            "scatterkit with `exact=True` (the real sum rounded once, the same bits at every",
+            "thread count) against the same call with `exact=False` (`scatterkit inexact`, timed",
+            "in the same rounds) and against the fastest peer's usual sum.",
+            "",
+            exact,
+            "",
+        ]
     lines += [
         "## Correctness",
         "",
@@ -1067,6 +1135,10 @@ def main(argv: list[str] | None = None) -> int:
     print(summary_table(rows))
     print()
     print(detail_table(rows))
+    exact = exact_table(rows)
+    if exact:
+        print()
+        print(exact)
     bad = problems(rows)
     print()
     print("Disagreements:\n" + "\n".join(f"  {p}" for p in bad) if bad else "No disagreement.")
