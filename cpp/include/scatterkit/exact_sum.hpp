@@ -163,10 +163,13 @@ template <class T>
 void widen_magnitude_range(const T* v, int64_t n, uint32_t& hi, uint32_t& lo_less_one) {
   if constexpr (std::is_same_v<T, float>) {
     magnitude_range(reinterpret_cast<const uint32_t*>(v), n, hi, lo_less_one);
-  } else {
-    for (int64_t x = 0; x < n; ++x) {
-      const uint32_t b = detail::float_bits(to_float(v[x]));
-      magnitude_range(&b, 1, hi, lo_less_one);
+  } else {  // converted a chunk at a time, then scanned as float32
+    constexpr int64_t kChunk = 256;
+    uint32_t bits[kChunk];
+    for (int64_t x0 = 0; x0 < n; x0 += kChunk) {
+      const int64_t m = std::min(kChunk, n - x0);
+      for (int64_t x = 0; x < m; ++x) bits[x] = detail::float_bits(to_float(v[x0 + x]));
+      magnitude_range(bits, m, hi, lo_less_one);
     }
   }
 }
