@@ -924,14 +924,11 @@ void exact_elements_sorted(const ElementsLayout& l, const KI* idx, const T* upd,
   });
 }
 
-// scatter_elements_update on inputs the public entry has checked (buffers, element types)
-// and set apart from out (data may be out).
-inline void scatter_elements_update_unaliased(const TensorRef& data, const IndexRef& indices,
-                                              const TensorRef& updates, int64_t axis, void* out,
-                                              Reduction reduction, bool use_init_val,
-                                              const OpOptions& options) {
-  using namespace detail;
-  const char* op = op_name(options, "scatter_elements_update");
+// The attribute and shape rules, checked before any input is copied or read; returns the
+// normalized axis.
+inline int64_t check_elements_call(const char* op, const TensorRef& data, const IndexRef& indices,
+                                   const TensorRef& updates, int64_t axis, const void* out,
+                                   Reduction reduction) {
   check_reduction(op, reduction, data.dtype,
                   {Reduction::kNone, Reduction::kSum, Reduction::kProd, Reduction::kMin,
                    Reduction::kMax, Reduction::kMean});
@@ -954,7 +951,19 @@ inline void scatter_elements_update_unaliased(const TensorRef& data, const Index
       indices.shape[size_t(axis)] >= int64_t(UINT32_MAX) - 1)
     throw_value_error(op, "reductions support at most 4294967293 updates along the axis");
   if (numel(data.shape) != 0 && out == nullptr) throw_value_error(op, "out is a null pointer");
+  return axis;
+}
 
+// scatter_elements_update on inputs the public entry has checked (buffers, element types,
+// check_elements_call, which normalized axis) and set apart from out (data may be out).
+inline void scatter_elements_update_unaliased(const TensorRef& data, const IndexRef& indices,
+                                              const TensorRef& updates, int64_t axis, void* out,
+                                              Reduction reduction, bool use_init_val,
+                                              const OpOptions& options) {
+  using namespace detail;
+  const char* op = op_name(options, "scatter_elements_update");
+  const size_t rank = data.shape.size();
+  const int64_t n = numel(indices.shape);
   const bool exact =
       exact_applies(op, options, data.dtype, reduction,
                     {Reduction::kSum, Reduction::kMean, Reduction::kMin, Reduction::kMax});
@@ -1061,6 +1070,7 @@ inline void scatter_elements_update(const TensorRef& data, const IndexRef& indic
                                     bool use_init_val = true, const OpOptions& options = {}) {
   const char* op = detail::op_name(options, "scatter_elements_update");
   detail::check_scatter_inputs(op, data, indices, updates);
+  axis = detail::check_elements_call(op, data, indices, updates, axis, out, reduction);
   detail::ApartFromOut apart(data, out);
   detail::scatter_elements_update_unaliased(apart.data(data), apart.indices(indices),
                                             apart.input(updates), axis, out, reduction,
