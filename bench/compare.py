@@ -10,6 +10,7 @@ implementation alike. Prints medians and writes RESULTS.md and results.png.
     python bench/compare.py                        # every workload at 1 and 2 threads
     python bench/compare.py --quick                # small shapes: a smoke run (results to /tmp)
     python bench/compare.py --workloads W2,W3 --threads 2 --repeats 5
+    python bench/compare.py --baseline DIR --peers none   # A/B: this build against DIR's
 
 Rows named "exact" run scatterkit with exact=True (the real sum rounded once), the peers with
 their usual sums, and scatterkit with exact=False beside them ("scatterkit inexact").
@@ -19,12 +20,17 @@ bench/README.md explains the workloads, the peers' formulations and how to read 
 from __future__ import annotations
 
 import argparse
+import ast
+import atexit
 import functools
 import gc
+import importlib.machinery
 import importlib.metadata
+import importlib.util
 import os
 import platform
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -32,6 +38,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Callable
 
 import numpy as np
@@ -40,11 +47,20 @@ import numpy as np
 # and every OpenMP runtime loaded after it (PyTorch bundles its own) then waits the same way.
 import scatterkit as sk
 
+
+def describe_build(package_dir: Path, core_file: Path) -> str:
+    """Where a build of the package is and when its extension was written (its mtime)."""
+    built = time.localtime(os.path.getmtime(core_file))
+    return f"{package_dir}, extension built {time.strftime('%Y-%m-%d %H:%M', built)}"
+
+
 # What this process runs, recorded before anyone can reinstall the package under it.
-SK_BUILD = (
-    f"{Path(sk.__file__).parent}, extension built "
-    f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(os.path.getmtime(sk._core.__file__)))}"
-)
+SK_BUILD = describe_build(Path(sk.__file__).parent, Path(sk._core.__file__))
+# The build under --baseline, imported under another name (load_baseline), and where it came
+# from; None and "" without --baseline.
+BASELINE_NAME = "scatterkit_baseline"
+BASELINE: Any = None
+BASELINE_BUILD = ""
 SEED = 3
 HERE = Path(__file__).resolve().parent
 IMPLS = [
@@ -52,6 +68,7 @@ IMPLS = [
     "scatterkit",
     "scatterkit out=",
     "scatterkit inexact",  # rows of exact workloads only: the same call with exact=False
+    "baseline",  # with --baseline only: the scatterkit call through the build under DIR
     "OpenVINO",
     "PyTorch",
     "ONNX Runtime",
@@ -236,6 +253,104 @@ def traffic_bytes(w: Workload, c: Case) -> int:
     return 2 * c.data.nbytes + index_bytes + needed
 
 
+# --- the baseline build (--baseline) ------------------------------------------------------
+#
+# An A/B of two builds in one process: DIR holds another installed copy of the package
+# (`pip install --no-deps --no-build-isolation --target DIR <checkout>`). It is copied to a
+# temporary directory as package `scatterkit_baseline` and imported from there. That works
+# because the package's modules import each other relatively (absolute_self_imports checks)
+# and because the extension's init symbol, PyInit__core, does not depend on the package name.
+# The copy also gives the extension a path of its own, so the dynamic loader maps a second
+# image even when DIR holds the very file imported as scatterkit.
+
+# Not copied: the Spark integration imports `scatterkit` by name (and the benchmark never
+# uses it), the C++ headers and CMake files, and bytecode compiled for the original path.
+BASELINE_SKIP = ("spark", "include", "cmake", "__pycache__")
+
+
+def absolute_self_imports(package_dir: Path, name: str = "scatterkit") -> list[str]:
+    """Import statements under `package_dir` that name package `name` absolutely.
+
+    Each would bind a renamed copy of the package to the original, so that the "baseline"
+    would run the current build. Found from the syntax tree: docstring examples do not count.
+    Returns "file:line: module" entries.
+    """
+
+    def own(module: str | None) -> bool:
+        return module is not None and (module == name or module.startswith(name + "."))
+
+    found = []
+    for path in sorted(Path(package_dir).rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                modules = [node.module or ""]
+            else:
+                continue
+            rel = path.relative_to(package_dir)
+            found += [f"{rel}:{node.lineno}: {m}" for m in modules if own(m)]
+    return found
+
+
+def extension_files(package_dir: Path) -> list[Path]:
+    """The package's `_core` extension modules that this interpreter can load."""
+    suffixes = importlib.machinery.EXTENSION_SUFFIXES
+    return sorted(
+        p
+        for p in Path(package_dir).glob("_core*")
+        if any(p.name == "_core" + suffix for suffix in suffixes)
+    )
+
+
+def load_baseline(directory: Path, into: Path) -> tuple[ModuleType, str]:
+    """Import DIR/scatterkit, copied under `into`, as package `scatterkit_baseline`.
+
+    Returns the module and its describe_build text (the original path, the original _core's
+    mtime). Raises ValueError when DIR holds no package this interpreter can load, or one
+    that imports itself by name.
+    """
+    src = Path(directory).resolve() / "scatterkit"
+    if not (src / "__init__.py").is_file():
+        raise ValueError(
+            f"{src / '__init__.py'} not found: --baseline takes the directory given to "
+            "`pip install --target`"
+        )
+    if not extension_files(src):
+        raise ValueError(
+            f"no _core extension for this Python in {src} "
+            f"(looked for _core{{{', '.join(importlib.machinery.EXTENSION_SUFFIXES)}}})"
+        )
+    if BASELINE_NAME in sys.modules:
+        raise ValueError(f"{BASELINE_NAME} is imported already")
+    dest = Path(into) / BASELINE_NAME
+    shutil.copytree(src, dest, ignore=shutil.ignore_patterns(*BASELINE_SKIP))
+    absolute = absolute_self_imports(dest)
+    if absolute:
+        raise ValueError(
+            f"{src} imports scatterkit by name, so a renamed copy would run the current "
+            "build: " + "; ".join(absolute)
+        )
+    spec = importlib.util.spec_from_file_location(
+        BASELINE_NAME, dest / "__init__.py", submodule_search_locations=[str(dest)]
+    )
+    if spec is None or spec.loader is None:
+        raise ValueError(f"cannot import {dest}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[BASELINE_NAME] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        for key in [k for k in sys.modules if k.split(".")[0] == BASELINE_NAME]:
+            del sys.modules[key]
+        raise
+    core = Path(module._core.__file__)
+    if core.parent != dest or core.samefile(sk._core.__file__):
+        raise ValueError(f"{BASELINE_NAME}._core came from {core}, not from the copy in {dest}")
+    return module, describe_build(src, src / core.name)
+
+
 # --- implementations -----------------------------------------------------------------------
 #
 # setup_<impl>(w, c, threads) returns a zero-argument callable that runs the op once and
@@ -259,28 +374,43 @@ def setup_floor(w: Workload, c: Case, threads: int):
 
 
 def sk_call(
-    w: Workload, c: Case, data: np.ndarray, out: np.ndarray | None, exact: bool | None = None
+    w: Workload,
+    c: Case,
+    data: np.ndarray,
+    out: np.ndarray | None,
+    exact: bool | None = None,
+    lib: Any = sk,
 ):
-    """The op as a user writes it; exact=True on exact workloads unless `exact` says otherwise."""
+    """The op as a user writes it; exact=True on exact workloads unless `exact` says otherwise.
+
+    `lib` is the package that runs it: scatterkit, or the build under --baseline.
+    """
     exact = w.exact if exact is None else exact
     if w.op == "update":
-        return sk.scatter_update(data, c.indices, c.updates, c.axis, out=out)
+        return lib.scatter_update(data, c.indices, c.updates, c.axis, out=out)
     if w.op == "elements":
-        return sk.scatter_elements_update(
+        return lib.scatter_elements_update(
             data, c.indices, c.updates, c.axis, reduction=w.reduction, out=out, exact=exact
         )
     if w.op == "nd":
-        return sk.scatter_nd_update(data, c.indices, c.updates, out=out, exact=exact)
+        return lib.scatter_nd_update(data, c.indices, c.updates, out=out, exact=exact)
     start, stop, step = c.slice_bounds
-    return sk.slice_scatter(data, c.updates, start, stop, step, c.axis, out=out)
+    return lib.slice_scatter(data, c.updates, start, stop, step, c.axis, out=out)
 
 
-def setup_scatterkit(w: Workload, c: Case, threads: int):
+def setup_scatterkit(w: Workload, c: Case, threads: int, lib: Any = sk):
     """What a user writes: a new array per call (in place: out=data)."""
     if w.in_place:
         work = c.data.copy()
-        return lambda: sk_call(w, c, work, work)
-    return lambda: sk_call(w, c, c.data, None)
+        return lambda: sk_call(w, c, work, work, lib=lib)
+    return lambda: sk_call(w, c, c.data, None, lib=lib)
+
+
+def setup_baseline(w: Workload, c: Case, threads: int):
+    """The scatterkit row's very call, through the build under --baseline."""
+    if BASELINE is None:
+        return NotAvailable("no --baseline")
+    return setup_scatterkit(w, c, threads, lib=BASELINE)
 
 
 def setup_scatterkit_out(w: Workload, c: Case, threads: int):
@@ -504,6 +634,7 @@ SETUP: dict[str, Callable] = {
     "scatterkit": setup_scatterkit,
     "scatterkit out=": setup_scatterkit_out,
     "scatterkit inexact": setup_scatterkit_inexact,
+    "baseline": setup_baseline,
     "OpenVINO": setup_openvino,
     "PyTorch": setup_torch,
     "ONNX Runtime": setup_ort,
@@ -519,9 +650,27 @@ PEER_MODULES = {
 UNORDERED_DUPLICATES = {"OpenVINO", "PyTorch", "ONNX Runtime"}
 
 
-def available_peers() -> tuple[list[str], dict[str, str]]:
+def parse_peers(text: str) -> list[str] | None:
+    """--peers: None for all peers (empty text), [] for "none", else the peers named
+    (case-insensitive, in PEERS order). Raises ValueError on a name that is no peer."""
+    names = [n.strip().lower() for n in text.split(",") if n.strip()]
+    if not names:
+        return None
+    if names == ["none"]:
+        return []
+    unknown = sorted(set(names) - {p.lower() for p in PEERS})
+    if unknown:
+        raise ValueError(f"no such peer: {', '.join(unknown)} (peers: {', '.join(PEERS)}, none)")
+    return [p for p in PEERS if p.lower() in names]
+
+
+def available_peers(wanted: list[str] | None = None) -> tuple[list[str], dict[str, str]]:
+    """The peers of `wanted` (None: all) that import, and why the others do not. A peer that
+    is not wanted is not imported: an A/B run with --peers none loads no other runtime."""
     found, missing = [], {}
     for peer, modules in PEER_MODULES.items():
+        if wanted is not None and peer not in wanted:
+            continue
         try:
             for m in modules:
                 __import__(m)
@@ -647,6 +796,8 @@ def measure_block(
 
 def set_threads(n: int, peers: list[str]) -> None:
     sk.set_num_threads(n)
+    if BASELINE is not None:  # its own copy of the thread setting
+        BASELINE.set_num_threads(n)
     if "PyTorch" in peers:
         import torch
 
@@ -657,6 +808,8 @@ def run_workload(w, c, threads, peers, repeats, budget, sk_reference) -> dict[st
     cells: dict[str, Cell] = {}
     ref: dict[str, np.ndarray] = {}
     own = ["floor", "scatterkit", "scatterkit out="] + (["scatterkit inexact"] if w.exact else [])
+    if BASELINE is not None:
+        own.append("baseline")
     serial = c.data.nbytes + c.updates.nbytes > SERIAL_PEER_BYTES
     if serial:  # one peer at a time, each interleaved with the floor and scatterkit
         for peer in peers or [None]:
@@ -822,6 +975,49 @@ def exact_table(rows: list[Row]) -> str:
     return markdown_table(headers, out) if out else ""
 
 
+def geomean(values: list[float]) -> float | None:
+    """The geometric mean of positive ratios; None for none."""
+    return statistics.geometric_mean(values) if values else None
+
+
+def baseline_table(rows: list[Row]) -> str:
+    """scatterkit against the build under --baseline, timed in the same rounds.
+
+    Per workload and thread count both medians and `sk/baseline` (below 1: this build is
+    faster), then the geometric mean of those ratios, overall and per thread count. Empty
+    without --baseline.
+    """
+    headers = ["workload", "thr", "sk ms", "baseline ms", "sk/baseline", "baseline check"]
+    out = []
+    ratios: dict[int, list[float]] = {}
+    for row in rows:
+        cell = row.cells.get("baseline")
+        if cell is None:
+            continue
+        sk_t, base = row.median("scatterkit"), cell.median
+        r = ratio(sk_t, base)
+        if r is not None:
+            ratios.setdefault(row.threads, []).append(r)
+        out.append(
+            [
+                row.workload.name,
+                str(row.threads),
+                fmt_ms(sk_t),
+                fmt_ms(base),
+                fmt_ratio(r),
+                "; ".join(s for s in (cell.check, cell.note) if s),
+            ]
+        )
+    if not out:
+        return ""
+    every = [r for rs in ratios.values() for r in rs]
+    mean = f"Geometric mean of sk/baseline: {fmt_ratio(geomean(every))} over {len(every)} rows"
+    if len(ratios) > 1:
+        per_thread = (f"{t} thread(s): {fmt_ratio(geomean(v))}" for t, v in sorted(ratios.items()))
+        mean += f" ({', '.join(per_thread)})"
+    return markdown_table(headers, out) + "\n\n" + mean + "."
+
+
 def problems(rows: list[Row]) -> list[str]:
     found = []
     for row in rows:
@@ -925,9 +1121,12 @@ def plot(rows: list[Row], threads: list[int], path: Path) -> str:
         import matplotlib.pyplot as plt
     except ImportError:
         return "matplotlib not installed: no chart"
-    impls = [i for i in IMPLS if i != "floor"]
-    palette = ["#1b7837", "#7fbf7b", "#a6dba0", "#762a83", "#e08214", "#2166ac", "#999999"]
-    colors = dict(zip(impls, palette))
+    every = [i for i in IMPLS if i != "floor"]
+    palette = ["#1b7837", "#7fbf7b", "#a6dba0", "#b2182b"]  # scatterkit's rows, the baseline
+    palette += ["#762a83", "#e08214", "#2166ac", "#999999"]  # the peers
+    colors = dict(zip(every, palette))
+    # Only what ran (the baseline, say, runs with --baseline only), each in its own color.
+    impls = [i for i in every if any(r.median(i) is not None for r in rows)]
     fig, axes = plt.subplots(len(threads), 1, figsize=(14, 4.2 * len(threads)), squeeze=False)
     for ax, t in zip(axes[:, 0], threads):
         sel = [r for r in rows if r.threads == t]
@@ -978,6 +1177,14 @@ def write_results(path: Path, rows, args, peers, missing, started, elapsed, load
         f"- peak resident memory of this run: {rss / 2**30:.1f} GiB",
         "- versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()),
         f"- scatterkit imported from {SK_BUILD}; this checkout: {source_revision()}",
+        *(
+            [
+                f"- baseline (`--baseline`, imported as `{BASELINE_NAME}`, version "
+                f"{BASELINE.__version__}) from {BASELINE_BUILD}"
+            ]
+            if BASELINE is not None
+            else []
+        ),
         f"- OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(unset)')} (scatterkit and "
         "PyTorch's OpenMP); ONNX Runtime spinning off; OpenVINO CPU pinning off",
         "",
@@ -1000,6 +1207,17 @@ def write_results(path: Path, rows, args, peers, missing, started, elapsed, load
     speedups = in_place_speedups(rows)
     if speedups:
         lines += ["In place vs out of place (scatterkit): " + "; ".join(speedups) + ".", ""]
+    versus = baseline_table(rows)
+    if versus:
+        lines += [
+            "## scatterkit / baseline",
+            "",
+            "The same call as `sk` through the build under `--baseline`, in the same rounds;",
+            "`sk/baseline` is the ratio of the medians (below 1: this build is faster).",
+            "",
+            versus,
+            "",
+        ]
     exact = exact_table(rows)
     if exact:
         lines += [
@@ -1034,6 +1252,7 @@ def write_results(path: Path, rows, args, peers, missing, started, elapsed, load
 
 
 def main(argv: list[str] | None = None) -> int:
+    global BASELINE, BASELINE_BUILD
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workloads", default="", help="e.g. W1,W3 (default: all)")
     parser.add_argument("--threads", default="1,2", help="thread counts (default: 1,2)")
@@ -1054,10 +1273,36 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--png", type=Path, default=None, help="chart (default: next to --out)")
     parser.add_argument(
-        "--peers", default="", help="only these peers, e.g. PyTorch,NumPy (default: all)"
+        "--peers",
+        default="",
+        help="only these peers, e.g. PyTorch,NumPy, or none (default: all)",
+    )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="also time the scatterkit installed in DIR (pip install --target DIR) as "
+        "'baseline', beside this one: an A/B of two builds in one process",
     )
     args = parser.parse_args(argv)
+    try:
+        wanted_peers = parse_peers(args.peers)
+    except ValueError as e:
+        parser.error(str(e))
     source_revision()
+    if args.baseline is not None:
+        copy = tempfile.mkdtemp(prefix="scatterkit-baseline-")
+        atexit.register(shutil.rmtree, copy, ignore_errors=True)
+        try:
+            BASELINE, BASELINE_BUILD = load_baseline(args.baseline, Path(copy))
+        except ValueError as e:
+            parser.error(f"--baseline: {e}")
+        print(
+            f"baseline: {BASELINE_NAME} {BASELINE.__version__} from {BASELINE_BUILD}; "
+            f"scatterkit {sk.__version__} from {SK_BUILD}",
+            flush=True,
+        )
     if args.out is None:
         args.out = (
             Path(tempfile.gettempdir()) / "scatterkit-bench" / "RESULTS.md"
@@ -1069,10 +1314,7 @@ def main(argv: list[str] | None = None) -> int:
     workloads = [w for w in canonical_workloads() if not groups or w.group in groups]
     if not workloads:
         parser.error(f"no workload matches {args.workloads!r}")
-    peers, missing = available_peers()
-    if args.peers:
-        wanted = {p.strip().lower() for p in args.peers.split(",")}
-        peers = [p for p in peers if p.lower() in wanted]
+    peers, missing = available_peers(wanted_peers)
     for peer, why in missing.items():
         print(f"note: {peer} skipped: {why}", flush=True)
 
@@ -1115,10 +1357,15 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             best_name, best = row.best_peer()
             sk_t, floor = row.median("scatterkit"), row.median("floor")
+            versus = (
+                f", sk/baseline {fmt_ratio(ratio(sk_t, row.median('baseline')))}"
+                if BASELINE is not None
+                else ""
+            )
             print(
                 f"  sk {fmt_ms(sk_t)} ms, floor {fmt_ms(floor)} ms, "
                 f"sk/floor {fmt_ratio(ratio(sk_t, floor))}, "
-                f"sk/best peer {fmt_ratio(ratio(sk_t, best))} ({best_name or '-'})",
+                f"sk/best peer {fmt_ratio(ratio(sk_t, best))} ({best_name or '-'}){versus}",
                 flush=True,
             )
     elapsed = time.perf_counter() - t_start
@@ -1133,6 +1380,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     print()
     print(summary_table(rows))
+    versus = baseline_table(rows)
+    if versus:
+        print()
+        print("scatterkit / baseline (same rounds; below 1: this build is faster)")
+        print(versus)
     print()
     print(detail_table(rows))
     exact = exact_table(rows)

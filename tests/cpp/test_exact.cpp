@@ -34,8 +34,8 @@ using sktest::cview;
 using sktest::make;
 using sktest::make_vector;
 using sktest::mview;
-using sktest::same_bits;
 using sktest::Ragged;
+using sktest::same_bits;
 using sktest::Shape;
 
 OpOptions exact_options() {

@@ -24,3 +24,12 @@
 #else
 #define SCATTERKIT_ALWAYS_INLINE inline
 #endif
+
+// For functions shared by many kernels, which inlining would copy into each of them.
+#if defined(__GNUC__)
+#define SCATTERKIT_NOINLINE __attribute__((noinline))
+#elif defined(_MSC_VER)
+#define SCATTERKIT_NOINLINE __declspec(noinline)
+#else
+#define SCATTERKIT_NOINLINE
+#endif

@@ -21,6 +21,7 @@
 
 #include "scatterkit/config.hpp"
 #include "scatterkit/errors.hpp"
+#include "scatterkit/function_ref.hpp"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -109,9 +110,9 @@ inline int threads_for(int64_t items, int64_t bytes) {
 }
 
 // Calls body(begin, end) on contiguous blocks covering [0, n); `bytes` is the
-// memory the whole range touches, for the threshold.
-template <class Body>
-void parallel_for(int64_t n, int64_t bytes, Body&& body) {
+// memory the whole range touches, for the threshold. Compiled once, not once per body
+// (function_ref.hpp).
+inline void parallel_for(int64_t n, int64_t bytes, FunctionRef<void(int64_t, int64_t)> body) {
   if (n <= 0) return;
   const int threads = threads_for(n, bytes);
   if (threads <= 1) {

@@ -315,10 +315,16 @@ inline T fold_into_storage(T a, T u) {
     return Op::store(Op::combine(Op::load(a), u), 1);
 }
 
-// Calls f(TypeTag<Op>{}) with the functor for reduction r over T (r != none).
-// `exact` (float T, min or max only: exact sums have kernels of their own)
-// picks the order-free min/max.
-template <class T, class F>
+// The reductions an op's kernels are compiled for: visit_reduction instantiates no others.
+template <Reduction... kReductions>
+struct ReductionSet {
+  static constexpr bool has(Reduction r) { return ((r == kReductions) || ...); }
+};
+
+// Calls f(TypeTag<Op>{}) with the functor for reduction r over T (r != none, one of
+// Allowed's: the op has checked r before). `exact` (float T, min or max only: exact sums
+// have kernels of their own) picks the order-free min/max.
+template <class T, class Allowed, class F>
 decltype(auto) visit_reduction(const char* op, Reduction r, F&& f, bool exact = false) {
   if constexpr (is_float_v<T>) {
     if (exact && r == Reduction::kMin) return f(TypeTag<ExactMinOp<T>>{});
@@ -326,19 +332,31 @@ decltype(auto) visit_reduction(const char* op, Reduction r, F&& f, bool exact = 
     if (exact) throw_value_error(op, "internal: visit_reduction called for an exact sum");
   }
   switch (r) {
-    case Reduction::kSum: return f(TypeTag<SumOp<T>>{});
-    case Reduction::kSub: return f(TypeTag<SubOp<T>>{});
-    case Reduction::kProd: return f(TypeTag<ProdOp<T>>{});
-    case Reduction::kMin: return f(TypeTag<MinOp<T>>{});
-    case Reduction::kMax: return f(TypeTag<MaxOp<T>>{});
+    case Reduction::kSum:
+      if constexpr (Allowed::has(Reduction::kSum)) return f(TypeTag<SumOp<T>>{});
+      break;
+    case Reduction::kSub:
+      if constexpr (Allowed::has(Reduction::kSub)) return f(TypeTag<SubOp<T>>{});
+      break;
+    case Reduction::kProd:
+      if constexpr (Allowed::has(Reduction::kProd)) return f(TypeTag<ProdOp<T>>{});
+      break;
+    case Reduction::kMin:
+      if constexpr (Allowed::has(Reduction::kMin)) return f(TypeTag<MinOp<T>>{});
+      break;
+    case Reduction::kMax:
+      if constexpr (Allowed::has(Reduction::kMax)) return f(TypeTag<MaxOp<T>>{});
+      break;
     case Reduction::kMean:
       if constexpr (std::is_same_v<T, bool>)
         throw_type_error(op, "reduction 'mean' is not supported for bool data");
-      else
+      else if constexpr (Allowed::has(Reduction::kMean))
         return f(TypeTag<MeanOp<T>>{});
+      break;
     case Reduction::kNone: break;
   }
-  throw_value_error(op, "internal: visit_reduction called with reduction 'none'");
+  throw_value_error(op, std::string("internal: visit_reduction called with reduction '") +
+                            reduction_name(r) + "'");
 }
 
 }  // namespace detail

@@ -541,8 +541,11 @@ def test_cli_run_names_an_unreadable_input_in_one_line(spark, tmp_path, capsys):
 
 @ENGINES
 def test_an_exact_step_gives_the_bits_of_the_exact_api_on_both_engines(
-    spark, rng, tmp_path, engine
-):  # noqa: F811
+    spark,  # noqa: F811
+    rng,
+    tmp_path,
+    engine,
+):
     cols, table = _table(rng, n=BAD_GRID_ROW + 1)
     spec = json.loads(json.dumps(SPEC))
     spec["steps"][0]["attributes"].update(reduction="mean", exact=True)

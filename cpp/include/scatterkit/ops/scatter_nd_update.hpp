@@ -220,7 +220,8 @@ inline void scatter_nd_update_unaliased(const TensorRef& data, const IndexRef& i
     }
     visit_arithmetic(op, data.dtype, [&](auto type) {
       using T = typename decltype(type)::type;
-      visit_reduction<T>(
+      visit_reduction<T, ReductionSet<Reduction::kSum, Reduction::kSub, Reduction::kProd,
+                                      Reduction::kMin, Reduction::kMax>>(
           op, reduction,
           [&](auto red) {
             using Op = typename decltype(red)::type;

@@ -1,0 +1,219 @@
+// How ScatterElementsUpdate runs a call: choose_elements_strategy picks one strategy from the
+// layout of the call and the traits of its reduction, in one place, with the thresholds it
+// compares against. Each strategy lives in a header of its own beside this one (move.hpp,
+// fold.hpp, fused.hpp, exact.hpp); elements_strategy lets tests ask which one a call takes.
+// bench/README.md ("Kernel choices") has the measurements behind the thresholds.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "scatterkit/config.hpp"
+#include "scatterkit/dtype.hpp"
+#include "scatterkit/ops/elements/walk.hpp"
+#include "scatterkit/parallel.hpp"
+#include "scatterkit/reduction.hpp"
+#include "scatterkit/shape.hpp"
+
+namespace scatterkit {
+namespace detail {
+inline namespace SCATTERKIT_KERNELS {  // the thread count enters the choice
+
+enum class ElementsStrategy {
+  kMove,              // reduction none: elements move (move.hpp)
+  kFoldInPlace,       // the fold runs on out itself (fold.hpp)
+  kFoldInTable,       // a per-block table of (accumulator, count) slots (fold.hpp)
+  kFoldLineMean,      // a mean along one long line: sums in place, counts in bytes (fold.hpp)
+  kFoldSorted,        // few updates on a long axis, sorted by target (fold.hpp)
+  kFusedFold,         // validation fused into a fold on a scratch copy (fused.hpp)
+  kFusedFoldInParts,  // the same, each line split between threads (fused.hpp)
+  kExactTable,        // exact sum or mean in tables of double slots (exact.hpp)
+  kExactSorted,       // exact sum or mean over the updates sorted by target (exact.hpp)
+};
+
+inline const char* strategy_name(ElementsStrategy s) {
+  switch (s) {
+    case ElementsStrategy::kMove: return "move";
+    case ElementsStrategy::kFoldInPlace: return "fold in place";
+    case ElementsStrategy::kFoldInTable: return "fold in table";
+    case ElementsStrategy::kFoldLineMean: return "fold line mean";
+    case ElementsStrategy::kFoldSorted: return "fold sorted";
+    case ElementsStrategy::kFusedFold: return "fused fold";
+    case ElementsStrategy::kFusedFoldInParts: return "fused fold in parts";
+    case ElementsStrategy::kExactTable: return "exact table";
+    case ElementsStrategy::kExactSorted: return "exact sorted";
+  }
+  return "?";
+}
+
+// The reductions ScatterElementsUpdate-12 defines.
+using ElementsReductions = ReductionSet<Reduction::kSum, Reduction::kProd, Reduction::kMin,
+                                        Reduction::kMax, Reduction::kMean>;
+
+// Whether folding the updates of a target in any grouping gives the bits of folding them in
+// C order, so that threads may fold consecutive parts of one line into tables of their own
+// and merge the tables in part order: wrapping integer sum and prod (a commutative ring), and
+// min/max, which keep the first of equal values (say -0 and +0) and the first NaN, as an
+// in-order merge does. Float sum and prod round differently when regrouped. Exact min/max
+// would merge exactly but for an untargeted NaN in data, which keeps its bits: a part that
+// only holds the identity cannot tell untouched from targeted.
+template <class Op, class T>
+constexpr bool merges_exactly_v =
+    folds_in_place_v<Op, T> && (std::is_same_v<Op, MinOp<T>> || std::is_same_v<Op, MaxOp<T>> ||
+                                (!std::is_floating_point_v<T> &&
+                                 (std::is_same_v<Op, SumOp<T>> || std::is_same_v<Op, ProdOp<T>>)));
+
+// A table fold's slot: an accumulator and its count side by side, one cache line per update.
+template <class Acc>
+struct TableSlot {
+  Acc acc;
+  uint32_t count;
+};
+
+// What the choice depends on besides the layout.
+struct ElementsCall {
+  Reduction reduction = Reduction::kNone;
+  bool exact_sum = false;  // exact=True with sum or mean (float data)
+  bool use_init_val = true;
+  bool in_place = false;         // out is data
+  bool folds_in_place = false;   // folds_through_storage_v: the fold may run on out
+  bool merges_exactly = false;   // merges_exactly_v: parts of a line may fold apart
+  bool sums_in_storage = false;  // a table fold whose accumulator is the element type
+  int64_t slot_bytes = 0;        // sizeof(TableSlot<Acc>)
+  int64_t data_count = 0;        // data's elements
+  int64_t itemsize = 0;
+  int64_t updates = 0;
+  int64_t index_size = 0;  // bytes per index
+  // Memory the call touches, for the thread count: each update touches a target cache line
+  // of its own (random along the axis).
+  int64_t bytes() const { return updates * (64 + itemsize + index_size); }
+};
+
+struct ElementsPlan {
+  ElementsStrategy strategy = ElementsStrategy::kMove;
+  int64_t parts = 1;            // kFusedFoldInParts: threads' parts of each line
+  bool copy_in_pieces = false;  // out is filled from data piece by piece as the walk goes
+};
+
+// Entries of a per-thread accumulator table.
+constexpr int64_t kScratchEntries = int64_t(1) << 18;
+
+// Bytes up to which a table of slots stays in L2: not worth fetching ahead, nor replacing
+// by the line mean.
+constexpr int64_t kTableInCacheBytes = int64_t(1) << 19;
+
+// Copying out from data piece by piece (CopyFirst) pays for many small pieces: the walk then
+// finds its targets in cache, where a copy of the whole array first left them in memory.
+inline bool copy_in_pieces_pays(const ElementsLayout& l, int64_t itemsize) {
+  return l.piece() > 0 && l.outer >= 2 && l.piece() * itemsize <= kCopyRunBytes / 4;
+}
+
+// A table of accumulators only pays when the axis is short or densely hit.
+inline bool accumulator_table_fits(const ElementsLayout& l) {
+  return l.axis_size <= kScratchEntries || l.axis_size <= 4 * l.along;
+}
+
+// A mean along one line hitting every target, whose table would leave L2, keeps its sums in
+// place and its counts in bytes instead.
+inline bool line_mean_pays(const ElementsLayout& l, const ElementsCall& c) {
+  return c.sums_in_storage && narrow_block_lines(l) == 1 && l.along >= l.axis_size &&
+         l.axis_size * c.slot_bytes > kTableInCacheBytes;
+}
+
+// Fusing validation into the fold pays when data is small next to its indices (a histogram),
+// where a separate validation pass would read the indices twice.
+inline bool fused_validation_pays(int64_t data_bytes, int64_t index_bytes) {
+  return 4 * data_bytes <= index_bytes;
+}
+
+// Into how many parts the fused fold splits each line: only when there are fewer lines than
+// threads (else whole lines keep every thread busy), and only as far as the extra tables
+// stay small next to the indices.
+inline int64_t line_parts(const ElementsLayout& l, int64_t table_bytes, int64_t index_bytes,
+                          int64_t bytes) {
+  const int64_t lines = l.outer * l.inner;
+  const int64_t threads = threads_for(l.along, bytes);
+  if (lines >= threads) return 1;
+  return std::clamp<int64_t>(1 + index_bytes / (2 * std::max<int64_t>(1, table_bytes)), 1, threads);
+}
+
+// An exact table per part pays while it stays small next to the updates; else the updates
+// are sorted by target.
+inline bool exact_table_fits(int64_t elements, int64_t updates) {
+  return elements <= 4 * updates + (int64_t(1) << 16);
+}
+
+// The one decision: which strategy runs a call.
+inline ElementsPlan choose_elements_strategy(const ElementsLayout& l, const ElementsCall& c) {
+  using S = ElementsStrategy;
+  ElementsPlan plan;
+  if (c.exact_sum) {
+    const bool table =
+        c.updates > 0 && c.data_count > 0 && exact_table_fits(c.data_count, c.updates);
+    plan.strategy = table ? S::kExactTable : S::kExactSorted;
+    return plan;
+  }
+  const int64_t data_bytes = c.data_count * c.itemsize, index_bytes = c.updates * c.index_size;
+  const bool fuse = c.reduction != Reduction::kNone && c.updates > 0 &&
+                    fused_validation_pays(data_bytes, index_bytes);
+  if (fuse && c.folds_in_place) {
+    // Without use_init_val each target starts at the identity, which a part cannot tell from
+    // a target that only other parts hit: whole lines.
+    if (c.merges_exactly && c.use_init_val)
+      plan.parts = line_parts(l, data_bytes, index_bytes, c.bytes());
+    plan.strategy = plan.parts > 1 ? S::kFusedFoldInParts : S::kFusedFold;
+    return plan;
+  }
+  plan.copy_in_pieces = !fuse && !c.in_place && copy_in_pieces_pays(l, c.itemsize);
+  if (c.reduction == Reduction::kNone)
+    plan.strategy = S::kMove;
+  else if (c.folds_in_place)
+    plan.strategy = S::kFoldInPlace;
+  else if (!accumulator_table_fits(l))
+    plan.strategy = S::kFoldSorted;
+  else if (line_mean_pays(l, c))
+    plan.strategy = S::kFoldLineMean;
+  else
+    plan.strategy = S::kFoldInTable;
+  return plan;
+}
+
+// The traits of reduction Op over T that the choice reads.
+template <class Op, class T>
+void note_reduction_traits(ElementsCall& c) {
+  using Acc = typename Op::Acc;
+  c.folds_in_place = folds_through_storage_v<Op, T>;
+  c.merges_exactly = merges_exactly_v<Op, T>;
+  c.sums_in_storage = std::is_same_v<Acc, T>;
+  c.slot_bytes = int64_t(sizeof(TableSlot<Acc>));
+}
+
+// The call as the choice sees it. `exact` is exact=True where it applies (float data);
+// dtype and reduction have been checked (check_elements_call).
+inline ElementsCall make_elements_call(const char* op, const Shape& data, DType dtype,
+                                       int64_t itemsize, int64_t updates, int64_t index_size,
+                                       Reduction reduction, bool use_init_val, bool exact,
+                                       bool in_place) {
+  ElementsCall c;
+  c.reduction = reduction;
+  c.exact_sum = exact && (reduction == Reduction::kSum || reduction == Reduction::kMean);
+  c.use_init_val = use_init_val;
+  c.in_place = in_place;
+  c.data_count = numel(data);
+  c.itemsize = itemsize;
+  c.updates = updates;
+  c.index_size = index_size;
+  if (reduction != Reduction::kNone && !c.exact_sum)
+    visit_arithmetic(op, dtype, [&](auto type) {
+      using T = typename decltype(type)::type;
+      visit_reduction<T, ElementsReductions>(
+          op, reduction,
+          [&](auto red) { note_reduction_traits<typename decltype(red)::type, T>(c); }, exact);
+    });
+  return c;
+}
+
+}  // namespace SCATTERKIT_KERNELS
+}  // namespace detail
+}  // namespace scatterkit

@@ -1,0 +1,205 @@
+// ScatterElementsUpdate's strategy choice (ops/elements/strategy.hpp): which strategy each
+// kind of call takes, and that every strategy gives the plain loop's result.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "test_support.hpp"
+
+namespace test_elements_strategy {
+namespace {
+
+using scatterkit::DType;
+using scatterkit::IndexType;
+using scatterkit::Reduction;
+using scatterkit::Shape;
+using scatterkit::detail::ElementsStrategy;
+using S = ElementsStrategy;
+using sktest::count_of;
+
+struct Case {
+  std::string name;
+  Shape data, indices;
+  int64_t axis;
+  Reduction reduction;
+  bool use_init_val, exact;
+  int threads;
+  S expected;
+};
+
+std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.name; }
+
+// Sets the kernels' thread count for one test.
+struct Threads {
+  explicit Threads(int n) : before(scatterkit::get_num_threads()) {
+    scatterkit::set_num_threads(n);
+  }
+  ~Threads() { scatterkit::set_num_threads(before); }
+  int before;
+};
+
+const std::vector<Case>& cases() {
+  static const std::vector<Case> all = {
+      {"none", {64, 16}, {64, 16}, 0, Reduction::kNone, true, false, 2, S::kMove},
+      {"sum_rows", {512, 64}, {256, 64}, 0, Reduction::kSum, true, false, 2, S::kFoldInPlace},
+      {"float_sum_histogram", {1000}, {100000}, 0, Reduction::kSum, true, false, 2, S::kFusedFold},
+      {"max_histogram_two_threads",
+       {1000},
+       {100000},
+       0,
+       Reduction::kMax,
+       true,
+       false,
+       2,
+       S::kFusedFoldInParts},
+      {"max_histogram_one_thread",
+       {1000},
+       {100000},
+       0,
+       Reduction::kMax,
+       true,
+       false,
+       1,
+       S::kFusedFold},
+      {"max_histogram_no_init",
+       {1000},
+       {100000},
+       0,
+       Reduction::kMax,
+       false,
+       false,
+       2,
+       S::kFusedFold},
+      {"exact_max_histogram", {1000}, {100000}, 0, Reduction::kMax, true, true, 2, S::kFusedFold},
+      {"mean_rows", {512, 64}, {256, 64}, 0, Reduction::kMean, true, false, 2, S::kFoldInTable},
+      {"mean_long_line",
+       {int64_t(1) << 17},
+       {int64_t(1) << 18},
+       0,
+       Reduction::kMean,
+       true,
+       false,
+       2,
+       S::kFoldLineMean},
+      {"mean_few_on_long_axis",
+       {int64_t(1) << 20},
+       {16},
+       0,
+       Reduction::kMean,
+       true,
+       false,
+       2,
+       S::kFoldSorted},
+      {"exact_sum_dense", {100}, {1000}, 0, Reduction::kSum, true, true, 2, S::kExactTable},
+      {"exact_mean_sparse",
+       {int64_t(1) << 20},
+       {10},
+       0,
+       Reduction::kMean,
+       false,
+       true,
+       2,
+       S::kExactSorted},
+  };
+  return all;
+}
+
+class ElementsStrategyCase : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ElementsStrategyCase, TakesItsStrategy) {
+  const Case& c = GetParam();
+  const Threads threads(c.threads);
+  const auto plan = scatterkit::detail::elements_strategy(c.data, c.indices, c.axis,
+                                                          DType::kFloat32, IndexType::kInt64,
+                                                          c.reduction, c.use_init_val, c.exact);
+  EXPECT_STREQ(strategy_name(plan.strategy), strategy_name(c.expected));
+}
+
+// Small integers: every sum is exact whatever the order, so the plain loop's result is the
+// only right one for each strategy.
+TEST_P(ElementsStrategyCase, GivesThePlainLoopsResult) {
+  const Case& c = GetParam();
+  const Threads threads(c.threads);
+  std::mt19937_64 rng(7);
+  const int64_t size = c.data[size_t(c.axis)];
+  std::vector<float> data(size_t(count_of(c.data))), upd(size_t(count_of(c.indices)));
+  std::vector<int64_t> idx(upd.size());
+  for (float& v : data) v = float(rng() % 9) - 4;
+  for (float& v : upd) v = float(rng() % 9) - 4;
+  for (int64_t& i : idx) i = int64_t(rng() % uint64_t(size));
+  std::vector<float> expected = data, sums(data.size()), counts(data.size());
+  std::vector<bool> hit(data.size());
+  sktest::ref_scatter_elements(sums, c.data, idx, c.indices, upd, c.axis,
+                               [](float& a, float u) { a += u; });
+  const std::vector<float> ones(upd.size(), 1.0f);
+  sktest::ref_scatter_elements(counts, c.data, idx, c.indices, ones, c.axis,
+                               [](float& a, float u) { a += u; });
+  std::vector<float> maxima(data.size(), -1e9f);
+  sktest::ref_scatter_elements(maxima, c.data, idx, c.indices, upd, c.axis,
+                               [](float& a, float u) { a = std::max(a, u); });
+  std::vector<float> last = data;
+  sktest::ref_scatter_elements(last, c.data, idx, c.indices, upd, c.axis,
+                               [](float& a, float u) { a = u; });
+  for (size_t x = 0; x < data.size(); ++x) {
+    if (counts[x] == 0) continue;
+    const float init = c.use_init_val ? 1.0f : 0.0f;
+    switch (c.reduction) {
+      case Reduction::kNone: expected[x] = last[x]; break;
+      case Reduction::kSum: expected[x] = init * data[x] + sums[x]; break;
+      case Reduction::kMean: expected[x] = (init * data[x] + sums[x]) / (counts[x] + init); break;
+      default: expected[x] = c.use_init_val ? std::max(data[x], maxima[x]) : maxima[x];
+    }
+  }
+  std::vector<float> out(data.size());
+  scatterkit::OpOptions options;
+  options.exact = c.exact;
+  scatterkit::scatter_elements_update(
+      scatterkit::TensorRef{data.data(), c.data, DType::kFloat32, 4},
+      scatterkit::IndexRef{idx.data(), c.indices, IndexType::kInt64},
+      scatterkit::TensorRef{upd.data(), c.indices, DType::kFloat32, 4}, c.axis, out.data(),
+      c.reduction, c.use_init_val, options);
+  EXPECT_TRUE(sktest::same_bits(out, expected));
+}
+
+std::string case_name(const ::testing::TestParamInfo<Case>& test) { return test.param.name; }
+
+INSTANTIATE_TEST_SUITE_P(Calls, ElementsStrategyCase, ::testing::ValuesIn(cases()), case_name);
+
+// Pieces: out filled from data piece by piece for many small pieces, never in place.
+TEST(ElementsStrategy, CopiesInPiecesOnlyOutOfPlace) {
+  using scatterkit::detail::elements_strategy;
+  const Shape data = {100000, 16}, indices = {100000, 4};
+  EXPECT_TRUE(
+      elements_strategy(data, indices, 1, DType::kFloat32, IndexType::kInt32).copy_in_pieces);
+  EXPECT_FALSE(elements_strategy(data, indices, 1, DType::kFloat32, IndexType::kInt32,
+                                 Reduction::kNone, true, false, /*in_place=*/true)
+                   .copy_in_pieces);
+}
+
+// float16 sums accumulate in float32 (a table); their min/max pick an operand (in place).
+TEST(ElementsStrategy, HalfSumsInATableHalfMaxInPlace) {
+  using scatterkit::detail::elements_strategy;
+  const Shape data = {512, 64}, indices = {256, 64};
+  EXPECT_EQ(elements_strategy(data, indices, 0, DType::kFloat16, IndexType::kInt32, Reduction::kSum)
+                .strategy,
+            S::kFoldInTable);
+  EXPECT_EQ(elements_strategy(data, indices, 0, DType::kFloat16, IndexType::kInt32, Reduction::kMax)
+                .strategy,
+            S::kFoldInPlace);
+}
+
+TEST(ElementsStrategy, ChecksTheCallLikeTheOp) {
+  using scatterkit::detail::elements_strategy;
+  EXPECT_TRUE(sktest::throws_with<scatterkit::ValueError>(
+      [] { elements_strategy({4}, {4}, 0, DType::kFloat32, IndexType::kInt64, Reduction::kSub); },
+      "reduction 'sub' is not supported"));
+  EXPECT_TRUE(sktest::throws_with<scatterkit::ValueError>(
+      [] { elements_strategy({4, 2}, {4}, 0, DType::kFloat32, IndexType::kInt64); },
+      "does not match data rank"));
+}
+
+}  // namespace
+}  // namespace test_elements_strategy
