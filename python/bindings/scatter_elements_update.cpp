@@ -2,15 +2,6 @@
 
 #include "arrays.hpp"
 
-// The int32 kernels compile in a translation unit of their own, beside this one's int64 and
-// uint64 kernels: two halves that build in parallel.
-namespace scatterkit::detail {
-extern template void scatter_elements_update_for_index<int32_t>(const TensorRef&, const int32_t*,
-                                                                const Shape&, const TensorRef&,
-                                                                int64_t, void*, Reduction, bool,
-                                                                const OpOptions&);
-}  // namespace scatterkit::detail
-
 namespace scatterkit::bindings {
 
 void scatter_elements_update_kernel(const TensorRef& data, const IndexRef& indices,

@@ -84,8 +84,8 @@ inline ElementsPlan elements_strategy(const Shape& data, const Shape& indices, i
 
 // scatter_elements_update for one index type, on inputs the public entry has checked
 // (buffers, element types, check_elements_call, which normalized axis) and set apart from out
-// (data may be out). A template of its own, not inline, so that a build may compile the
-// index types in separate translation units (python/bindings does).
+// (data may be out). A template of its own, not inline, so that a build may compile it once
+// per index type, in translation units of their own (SCATTERKIT_EXTERN_KERNELS).
 template <class I>
 void scatter_elements_update_for_index(const TensorRef& data, const I* raw, const Shape& ishape,
                                        const TensorRef& updates, int64_t axis, void* out,
@@ -211,3 +211,22 @@ inline void scatter_elements_update(const TensorRef& data, const IndexRef& indic
 
 }  // namespace SCATTERKIT_KERNELS
 }  // namespace scatterkit
+
+// A build that compiles these kernels once, in translation units of their own (cpp/kernels/),
+// defines SCATTERKIT_EXTERN_KERNELS for every other unit, which then only calls them.
+#ifdef SCATTERKIT_EXTERN_KERNELS
+namespace scatterkit::detail {
+extern template void scatter_elements_update_for_index<int32_t>(const TensorRef&, const int32_t*,
+                                                                const Shape&, const TensorRef&,
+                                                                int64_t, void*, Reduction, bool,
+                                                                const OpOptions&);
+extern template void scatter_elements_update_for_index<int64_t>(const TensorRef&, const int64_t*,
+                                                                const Shape&, const TensorRef&,
+                                                                int64_t, void*, Reduction, bool,
+                                                                const OpOptions&);
+extern template void scatter_elements_update_for_index<uint64_t>(const TensorRef&, const uint64_t*,
+                                                                 const Shape&, const TensorRef&,
+                                                                 int64_t, void*, Reduction, bool,
+                                                                 const OpOptions&);
+}  // namespace scatterkit::detail
+#endif

@@ -153,13 +153,9 @@ void scatter_nd_in_order(const KI* idx, int64_t tuples, size_t k, const Shape& d
   }
 }
 
-// scatter_nd_update on inputs the public entry has checked (buffers, element types)
-// and set apart from out (data may be out).
-inline void scatter_nd_update_unaliased(const TensorRef& data, const IndexRef& indices,
-                                        const TensorRef& updates, void* out, Reduction reduction,
-                                        const OpOptions& options) {
-  using namespace detail;
-  const char* op = op_name(options, "scatter_nd_update");
+// The attribute and shape rules, checked before any input is copied or read.
+inline void check_nd_call(const char* op, const TensorRef& data, const IndexRef& indices,
+                          const TensorRef& updates, const void* out, Reduction reduction) {
   check_reduction(op, reduction, data.dtype,
                   {Reduction::kNone, Reduction::kSum, Reduction::kSub, Reduction::kProd,
                    Reduction::kMin, Reduction::kMax});
@@ -176,78 +172,95 @@ inline void scatter_nd_update_unaliased(const TensorRef& data, const IndexRef& i
   expected.insert(expected.end(), data.shape.begin() + k, data.shape.end());
   const bool single_element_ok = expected.empty() && numel(updates.shape) == 1;
   if (!single_element_ok) check_updates_shape(op, updates.shape, expected);
+  if (numel(data.shape) != 0 && out == nullptr) throw_value_error(op, "out is a null pointer");
+}
+
+// scatter_nd_update for one index type, on inputs the public entry has checked (buffers,
+// element types, check_nd_call) and set apart from out (data may be out). A template of its
+// own, not inline, so that a build may compile it once (SCATTERKIT_EXTERN_KERNELS).
+template <class I>
+void scatter_nd_update_for_index(const TensorRef& data, const I* raw, const Shape& ishape,
+                                 const TensorRef& updates, void* out, Reduction reduction,
+                                 const OpOptions& options) {
+  using KI = kernel_index_t<I>;
+  const char* op = op_name(options, "scatter_nd_update");
+  const size_t rank = data.shape.size(), k = size_t(ishape.back());
+  const int64_t tuples = product(ishape, 0, ishape.size() - 1);
+  const int64_t slab = product(data.shape, k, rank);
   const bool exact =
       exact_applies(op, options, data.dtype, reduction,
                     {Reduction::kSum, Reduction::kSub, Reduction::kMin, Reduction::kMax});
-  const int64_t tuples = numel(batch);
-  const int64_t slab = product(data.shape, k, rank);
-  if (numel(data.shape) != 0 && out == nullptr) throw_value_error(op, "out is a null pointer");
+  // Each coordinate against its own axis (the shared parallel scan), then,
+  // only on failure, the first offender in C order for the message.
+  const int64_t kk = int64_t(k);
+  bool bad = false;
+  for (int64_t j = 0; j < kk && !bad; ++j)
+    bad = any_index_out_of_range(raw, tuples, kk, j, data.shape[size_t(j)],
+                                 options.allow_negative_indices);
+  if (bad)
+    for (int64_t p = 0; p < tuples * kk; ++p) {
+      const int64_t axis = p % kk;
+      if (!index_in_range(raw[p], data.shape[size_t(axis)], options.allow_negative_indices))
+        throw_index_error(op, raw[p], axis, data.shape[size_t(axis)], unravel(p, ishape),
+                          options.allow_negative_indices);
+    }
+  parallel_copy(out, data.data, numel(data.shape) * int64_t(data.itemsize));
+  if (tuples == 0 || slab == 0) return;
+  const KI* idx = reinterpret_cast<const KI*>(raw);
+  const int64_t bytes = tuples * slab * int64_t(data.itemsize) * 2;
+  const bool in_order = threads_for(tuples, bytes) == 1;
+  if (reduction == Reduction::kNone) {
+    const int64_t slab_bytes = slab * int64_t(data.itemsize);
+    const char* upd = static_cast<const char*>(updates.data);
+    char* dst = static_cast<char*>(out);
+    if (in_order)
+      scatter_nd_in_order(idx, tuples, k, data.shape, [&](int64_t t, int64_t p) {
+        std::memcpy(dst + t * slab_bytes, upd + p * slab_bytes, size_t(slab_bytes));
+      });
+    else
+      scatter_nd_move(group_by_slab(idx, tuples, k, data.shape), upd, dst, slab_bytes, bytes);
+    return;
+  }
+  visit_arithmetic(op, data.dtype, [&](auto type) {
+    using T = typename decltype(type)::type;
+    visit_reduction<T, ReductionSet<Reduction::kSum, Reduction::kSub, Reduction::kProd,
+                                    Reduction::kMin, Reduction::kMax>>(
+        op, reduction,
+        [&](auto red) {
+          using Op = typename decltype(red)::type;
+          const T* upd = static_cast<const T*>(updates.data);
+          T* dst = static_cast<T*>(out);
+          if constexpr (is_float_v<T>) {
+            if (exact && (reduction == Reduction::kSum || reduction == Reduction::kSub)) {
+              exact_nd_sum(group_by_slab(idx, tuples, k, data.shape), upd, dst, slab,
+                           reduction == Reduction::kSub, bytes);
+              return;
+            }
+          }
+          if constexpr (folds_in_place_v<Op, T>) {
+            if (in_order) {
+              scatter_nd_in_order(idx, tuples, k, data.shape, [&](int64_t t, int64_t p) {
+                T* target = dst + t * slab;
+                const T* src = upd + p * slab;
+                for (int64_t e = 0; e < slab; ++e) target[e] = Op::combine(target[e], src[e]);
+              });
+              return;
+            }
+          }
+          scatter_nd_reduce<Op>(group_by_slab(idx, tuples, k, data.shape), upd, dst, slab, bytes);
+        },
+        exact && (reduction == Reduction::kMin || reduction == Reduction::kMax));
+  });
+}
 
+// scatter_nd_update on inputs the public entry has checked and set apart from out.
+inline void scatter_nd_update_unaliased(const TensorRef& data, const IndexRef& indices,
+                                        const TensorRef& updates, void* out, Reduction reduction,
+                                        const OpOptions& options) {
   visit_index(indices.type, [&](auto tag) {
     using I = typename decltype(tag)::type;
-    using KI = kernel_index_t<I>;
-    const I* raw = static_cast<const I*>(indices.data);
-    // Each coordinate against its own axis (the shared parallel scan), then,
-    // only on failure, the first offender in C order for the message.
-    const int64_t kk = int64_t(k);
-    bool bad = false;
-    for (int64_t j = 0; j < kk && !bad; ++j)
-      bad = any_index_out_of_range(raw, tuples, kk, j, data.shape[size_t(j)],
-                                   options.allow_negative_indices);
-    if (bad)
-      for (int64_t p = 0; p < tuples * kk; ++p) {
-        const int64_t axis = p % kk;
-        if (!index_in_range(raw[p], data.shape[size_t(axis)], options.allow_negative_indices))
-          throw_index_error(op, raw[p], axis, data.shape[size_t(axis)], unravel(p, indices.shape),
-                            options.allow_negative_indices);
-      }
-    parallel_copy(out, data.data, numel(data.shape) * int64_t(data.itemsize));
-    if (tuples == 0 || slab == 0) return;
-    const KI* idx = reinterpret_cast<const KI*>(raw);
-    const int64_t bytes = tuples * slab * int64_t(data.itemsize) * 2;
-    const bool in_order = threads_for(tuples, bytes) == 1;
-    if (reduction == Reduction::kNone) {
-      const int64_t slab_bytes = slab * int64_t(data.itemsize);
-      const char* upd = static_cast<const char*>(updates.data);
-      char* dst = static_cast<char*>(out);
-      if (in_order)
-        scatter_nd_in_order(idx, tuples, k, data.shape, [&](int64_t t, int64_t p) {
-          std::memcpy(dst + t * slab_bytes, upd + p * slab_bytes, size_t(slab_bytes));
-        });
-      else
-        scatter_nd_move(group_by_slab(idx, tuples, k, data.shape), upd, dst, slab_bytes, bytes);
-      return;
-    }
-    visit_arithmetic(op, data.dtype, [&](auto type) {
-      using T = typename decltype(type)::type;
-      visit_reduction<T, ReductionSet<Reduction::kSum, Reduction::kSub, Reduction::kProd,
-                                      Reduction::kMin, Reduction::kMax>>(
-          op, reduction,
-          [&](auto red) {
-            using Op = typename decltype(red)::type;
-            const T* upd = static_cast<const T*>(updates.data);
-            T* dst = static_cast<T*>(out);
-            if constexpr (is_float_v<T>) {
-              if (exact && (reduction == Reduction::kSum || reduction == Reduction::kSub)) {
-                exact_nd_sum(group_by_slab(idx, tuples, k, data.shape), upd, dst, slab,
-                             reduction == Reduction::kSub, bytes);
-                return;
-              }
-            }
-            if constexpr (folds_in_place_v<Op, T>) {
-              if (in_order) {
-                scatter_nd_in_order(idx, tuples, k, data.shape, [&](int64_t t, int64_t p) {
-                  T* target = dst + t * slab;
-                  const T* src = upd + p * slab;
-                  for (int64_t e = 0; e < slab; ++e) target[e] = Op::combine(target[e], src[e]);
-                });
-                return;
-              }
-            }
-            scatter_nd_reduce<Op>(group_by_slab(idx, tuples, k, data.shape), upd, dst, slab, bytes);
-          },
-          exact && (reduction == Reduction::kMin || reduction == Reduction::kMax));
-    });
+    scatter_nd_update_for_index(data, static_cast<const I*>(indices.data), indices.shape, updates,
+                                out, reduction, options);
   });
 }
 
@@ -265,6 +278,7 @@ inline void scatter_nd_update(const TensorRef& data, const IndexRef& indices,
                               const OpOptions& options = {}) {
   const char* op = detail::op_name(options, "scatter_nd_update");
   detail::check_scatter_inputs(op, data, indices, updates);
+  detail::check_nd_call(op, data, indices, updates, out, reduction);
   detail::ApartFromOut apart(data, out);
   detail::scatter_nd_update_unaliased(apart.data(data), apart.indices(indices),
                                       apart.input(updates), out, reduction, options);
@@ -272,3 +286,19 @@ inline void scatter_nd_update(const TensorRef& data, const IndexRef& indices,
 
 }  // namespace SCATTERKIT_KERNELS
 }  // namespace scatterkit
+
+// A build that compiles these kernels once, in translation units of their own (cpp/kernels/),
+// defines SCATTERKIT_EXTERN_KERNELS for every other unit, which then only calls them.
+#ifdef SCATTERKIT_EXTERN_KERNELS
+namespace scatterkit::detail {
+extern template void scatter_nd_update_for_index<int32_t>(const TensorRef&, const int32_t*,
+                                                          const Shape&, const TensorRef&, void*,
+                                                          Reduction, const OpOptions&);
+extern template void scatter_nd_update_for_index<int64_t>(const TensorRef&, const int64_t*,
+                                                          const Shape&, const TensorRef&, void*,
+                                                          Reduction, const OpOptions&);
+extern template void scatter_nd_update_for_index<uint64_t>(const TensorRef&, const uint64_t*,
+                                                           const Shape&, const TensorRef&, void*,
+                                                           Reduction, const OpOptions&);
+}  // namespace scatterkit::detail
+#endif

@@ -1,5 +1,5 @@
-// ScatterElementsUpdate's kernels for int32 indices (scatter_elements_update.cpp has the
-// others): half of the op's instantiations, built in parallel with the other half.
+// ScatterElementsUpdate's kernels for int32 indices, compiled once for the targets that link
+// scatterkit_kernels (CMakeLists.txt).
 #include "scatterkit/ops/scatter_elements_update.hpp"
 
 namespace scatterkit::detail {

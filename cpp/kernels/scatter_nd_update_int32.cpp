@@ -1,0 +1,9 @@
+// ScatterNDUpdate's kernels for int32 indices, compiled once for the targets that link
+// scatterkit_kernels (CMakeLists.txt).
+#include "scatterkit/ops/scatter_nd_update.hpp"
+
+namespace scatterkit::detail {
+template void scatter_nd_update_for_index<int32_t>(const TensorRef&, const int32_t*, const Shape&,
+                                                   const TensorRef&, void*, Reduction,
+                                                   const OpOptions&);
+}  // namespace scatterkit::detail
