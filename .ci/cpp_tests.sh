@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# C++ checks: the GoogleTest suite (release preset), then a downstream CMake
-# project built against `cmake --install` prefixes, with and without OpenMP.
-# Run from anywhere in a clone; needs cmake >= 3.21, ninja, g++ and libgtest-dev.
+# C++ checks: the GoogleTest suite and the benchmarks (release preset, one build directory),
+# then a downstream CMake project built against `cmake --install` prefixes, with and without
+# OpenMP. Run from anywhere in a clone; needs cmake >= 3.21, ninja, g++, libgtest-dev and
+# libbenchmark-dev.
 # (.ci/wheel_consumers.sh builds the same project against the installed wheel.)
 set -euo pipefail
 
@@ -13,12 +14,19 @@ source .ci/lib.sh
 work=$(mktemp -d "${TMPDIR:-/tmp}/scatterkit-cpp.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-section "C++ tests: configure, build and run (release preset)"
+section "C++ tests and benchmarks: configure, build (one build directory), run the tests"
 step_start=$SECONDS
-cmake --preset release
+cmake --preset release -DSCATTERKIT_BUILD_BENCHMARKS=ON
 cmake --build --preset release
 ctest --preset release
 echo "tests took $((SECONDS - step_start)) s"
+
+section "C++ benchmarks (bench/README.md): a short run"
+for b in scatter_update scatter_elements_update scatter_nd_update slice_scatter; do
+  build/release/bench/bench_$b --benchmark_list_tests >/dev/null
+done
+OMP_WAIT_POLICY=PASSIVE build/release/bench/bench_scatter_elements_update \
+  --benchmark_filter='W2_f32_i64/none.*threads:1|bound_W2' --benchmark_min_time=0.05
 
 section "Install into a temporary prefix"
 prefix="$work/prefix"

@@ -133,7 +133,10 @@ void scatter_elements_update_for_index(const TensorRef& data, const I* raw, cons
     });
     return;
   }
-  visit_arithmetic(op, data.dtype, [&](auto type) {
+  DType kernel_dtype = data.dtype;
+  Reduction kernel_reduction = reduction;
+  kernel_form(kernel_dtype, kernel_reduction);
+  visit_arithmetic(op, kernel_dtype, [&](auto type) {
     using T = typename decltype(type)::type;
     const T* upd = static_cast<const T*>(updates.data);
     const T* in = static_cast<const T*>(data.data);
@@ -152,8 +155,8 @@ void scatter_elements_update_for_index(const TensorRef& data, const I* raw, cons
       }
       return;
     }
-    visit_reduction<T, ElementsReductions>(
-        op, reduction,
+    visit_reduction<T, KernelReductions<T>>(
+        op, kernel_reduction,
         [&](auto red) {
           using Op = typename decltype(red)::type;
           if constexpr (folds_through_storage_v<Op, T>) {

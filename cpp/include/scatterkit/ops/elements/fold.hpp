@@ -210,16 +210,26 @@ void fold_block_in_table(const ElementsLayout& l, const LineBlock& blk, const I*
 // The same fold for a few updates on a long axis, where a table over every
 // target would dwarf the inputs (and could exhaust memory): the block's updates
 // are sorted by target (stably, so each target still folds in C order).
-template <class Op, class T, class I>
-void fold_block_sorted(const ElementsLayout& l, const LineBlock& blk, const I* idx, const T* upd,
-                       T* base, bool use_init_val) {
-  struct Hit {
-    int64_t t, p;  // target offset, update position
-  };
+struct Hit {
+  int64_t t, p;  // target offset, update position
+};
+
+// The block's updates as hits, sorted stably by target: apart from the fold, so that it is
+// compiled once per index type rather than once per reduction and element type.
+template <class I>
+SCATTERKIT_NOINLINE std::vector<Hit> sorted_hits(const ElementsLayout& l, const LineBlock& blk,
+                                                 const I* idx) {
   std::vector<Hit> hits;
   hits.reserve(size_t(l.along * (blk.i1 - blk.i0)));
   visit_block(l, blk, idx, [&](int64_t, int64_t t, int64_t p) { hits.push_back({t, p}); });
   std::stable_sort(hits.begin(), hits.end(), [](const Hit& a, const Hit& b) { return a.t < b.t; });
+  return hits;
+}
+
+template <class Op, class T, class I>
+void fold_block_sorted(const ElementsLayout& l, const LineBlock& blk, const I* idx, const T* upd,
+                       T* base, bool use_init_val) {
+  const std::vector<Hit> hits = sorted_hits(l, blk, idx);
   for (size_t k = 0; k < hits.size();) {
     const int64_t t = hits[k].t;
     auto acc = use_init_val ? Op::load(base[t]) : Op::identity();

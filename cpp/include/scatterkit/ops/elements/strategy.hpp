@@ -51,6 +51,31 @@ inline const char* strategy_name(ElementsStrategy s) {
 using ElementsReductions = ReductionSet<Reduction::kSum, Reduction::kProd, Reduction::kMin,
                                         Reduction::kMax, Reduction::kMean>;
 
+// Some reductions give the bits of another: integer sum and prod wrap alike in signed and
+// unsigned arithmetic, and a bool sum is an or (max), a bool product an and (min), with the
+// same identities. Each such pair runs one kernel: kernel_form names it, and
+// KernelReductions<T> leaves the other one's uncompiled.
+inline void kernel_form(DType& dtype, Reduction& reduction) {
+  const bool wraps = reduction == Reduction::kSum || reduction == Reduction::kProd;
+  if (!wraps) return;
+  switch (dtype) {
+    case DType::kBool:
+      reduction = reduction == Reduction::kSum ? Reduction::kMax : Reduction::kMin;
+      break;
+    case DType::kInt8: dtype = DType::kUInt8; break;
+    case DType::kInt16: dtype = DType::kUInt16; break;
+    case DType::kInt32: dtype = DType::kUInt32; break;
+    case DType::kInt64: dtype = DType::kUInt64; break;
+    default: break;
+  }
+}
+
+template <class T>
+using KernelReductions =
+    std::conditional_t<std::is_same_v<T, bool> || (is_int_v<T> && std::is_signed_v<T>),
+                       ReductionSet<Reduction::kMin, Reduction::kMax, Reduction::kMean>,
+                       ElementsReductions>;
+
 // Whether folding the updates of a target in any grouping gives the bits of folding them in
 // C order, so that threads may fold consecutive parts of one line into tables of their own
 // and merge the tables in part order: wrapping integer sum and prod (a commutative ring), and
@@ -190,7 +215,8 @@ void note_reduction_traits(ElementsCall& c) {
 }
 
 // The call as the choice sees it. `exact` is exact=True where it applies (float data);
-// dtype and reduction have been checked (check_elements_call).
+// dtype and reduction have been checked (check_elements_call). The traits are those of the
+// kernel that runs the reduction (kernel_form).
 inline ElementsCall make_elements_call(const char* op, const Shape& data, DType dtype,
                                        int64_t itemsize, int64_t updates, int64_t index_size,
                                        Reduction reduction, bool use_init_val, bool exact,
@@ -204,10 +230,11 @@ inline ElementsCall make_elements_call(const char* op, const Shape& data, DType 
   c.itemsize = itemsize;
   c.updates = updates;
   c.index_size = index_size;
+  kernel_form(dtype, reduction);
   if (reduction != Reduction::kNone && !c.exact_sum)
     visit_arithmetic(op, dtype, [&](auto type) {
       using T = typename decltype(type)::type;
-      visit_reduction<T, ElementsReductions>(
+      visit_reduction<T, KernelReductions<T>>(
           op, reduction,
           [&](auto red) { note_reduction_traits<typename decltype(red)::type, T>(c); }, exact);
     });
