@@ -6,7 +6,9 @@
 # the regular install is left alone. Python's own allocations are never freed
 # at exit, so leak detection is off. Arguments go to pytest; the Spark cluster
 # test (tests/python/spark/test_cluster.py) ships the regular build to its
-# executors by design, so leave it out here.
+# executors by design, so leave it out here. With --build-only as the first
+# argument it builds the sanitized package and stops (CI builds it in the
+# background, ahead of the tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +24,9 @@ python -m pip install -q --no-deps --no-build-isolation --target "$site" \
   -Ccmake.define.CMAKE_CXX_FLAGS="$flags" \
   -Ccmake.define.CMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" \
   .
+if [ "${1:-}" = --build-only ]; then
+  exit 0
+fi
 
 export PYTHONPATH="$PWD/$site${PYTHONPATH:+:$PYTHONPATH}"
 export SCATTERKIT_SANITIZED=1
