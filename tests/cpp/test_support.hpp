@@ -233,8 +233,9 @@ struct Ragged {
   }
   int64_t rows() const { return int64_t(offsets.size()) - 1; }
   scatterkit::RaggedRef ref() const {
-    return scatterkit::RaggedRef{values.data(), int64_t(values.size()), sizeof(T),           offsets.data(),
-                     shapes.data(), int64_t(shapes.size()), shape_offsets.data()};
+    return scatterkit::RaggedRef{
+        values.data(), int64_t(values.size()), sizeof(T),           offsets.data(),
+        shapes.data(), int64_t(shapes.size()), shape_offsets.data()};
   }
   std::vector<T> row(const std::vector<T>& flat, int64_t r) const {
     return {flat.begin() + offsets[size_t(r)], flat.begin() + offsets[size_t(r) + 1]};
