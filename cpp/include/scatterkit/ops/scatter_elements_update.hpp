@@ -57,6 +57,28 @@ inline int64_t check_elements_call(const char* op, const TensorRef& data, const 
   return axis;
 }
 
+// A checked call's layout, its description for the choice, and the choice.
+struct ElementsRun {
+  ElementsLayout layout;
+  ElementsCall call;
+  ElementsPlan plan;
+};
+
+// The one place a call is planned: the kernel runs this plan, and elements_strategy reports it.
+inline ElementsRun plan_elements(const char* op, const TensorRef& data, const Shape& ishape,
+                                 int64_t index_size, int64_t axis, Reduction reduction,
+                                 bool use_init_val, const OpOptions& options, bool in_place) {
+  ElementsRun run;
+  if (numel(ishape) > 0) run.layout = make_elements_layout(data.shape, ishape, size_t(axis));
+  const bool exact =
+      exact_applies(op, options, data.dtype, reduction,
+                    {Reduction::kSum, Reduction::kMean, Reduction::kMin, Reduction::kMax});
+  run.call = make_elements_call(op, data.shape, data.dtype, int64_t(data.itemsize), numel(ishape),
+                                index_size, reduction, use_init_val, exact, in_place);
+  run.plan = choose_elements_strategy(run.layout, run.call);
+  return run;
+}
+
 // The plan scatter_elements_update follows for a call with these shapes and attributes
 // (for tests, and for anyone asking why a call runs as it does).
 inline ElementsPlan elements_strategy(const Shape& data, const Shape& indices, int64_t axis,
@@ -68,18 +90,13 @@ inline ElementsPlan elements_strategy(const Shape& data, const Shape& indices, i
   const TensorRef d{nullptr, data, dtype, dtype_size(dtype)};
   const IndexRef i{nullptr, indices, index_type};
   const TensorRef u{nullptr, indices, dtype, dtype_size(dtype)};
-  axis = check_elements_call(op, d, i, u, axis, &axis, reduction);
-  const int64_t n = numel(indices);
-  const ElementsLayout layout =
-      n > 0 ? make_elements_layout(data, indices, size_t(axis)) : ElementsLayout{};
+  const int64_t any_out = 0;  // the shape rules want a non-null out for non-empty data
+  axis = check_elements_call(op, d, i, u, axis, &any_out, reduction);
   OpOptions options;
   options.exact = exact;
-  const bool applies =
-      exact_applies(op, options, dtype, reduction,
-                    {Reduction::kSum, Reduction::kMean, Reduction::kMin, Reduction::kMax});
-  return choose_elements_strategy(
-      layout, make_elements_call(op, data, dtype, int64_t(d.itemsize), n, index_size(index_type),
-                                 reduction, use_init_val, applies, in_place));
+  return plan_elements(op, d, indices, index_size(index_type), axis, reduction, use_init_val,
+                       options, in_place)
+      .plan;
 }
 
 // scatter_elements_update for one index type, on inputs the public entry has checked
@@ -95,19 +112,15 @@ void scatter_elements_update_for_index(const TensorRef& data, const I* raw, cons
   using KI = kernel_index_t<I>;
   const char* op = op_name(options, "scatter_elements_update");
   const int64_t n = numel(ishape), size = data.shape[size_t(axis)];
-  const bool exact =
-      exact_applies(op, options, data.dtype, reduction,
-                    {Reduction::kSum, Reduction::kMean, Reduction::kMin, Reduction::kMax});
   const int64_t data_bytes = numel(data.shape) * int64_t(data.itemsize);
   auto validate = [&] {
     check_indices(op, raw, n, 1, 0, size, axis, ishape, options.allow_negative_indices);
   };
-  const ElementsLayout layout =
-      n > 0 ? make_elements_layout(data.shape, ishape, size_t(axis)) : ElementsLayout{};
-  const ElementsCall call =
-      make_elements_call(op, data.shape, data.dtype, int64_t(data.itemsize), n, int64_t(sizeof(I)),
-                         reduction, use_init_val, exact, out == data.data);
-  const ElementsPlan plan = choose_elements_strategy(layout, call);
+  const ElementsRun run = plan_elements(op, data, ishape, int64_t(sizeof(I)), axis, reduction,
+                                        use_init_val, options, out == data.data);
+  const ElementsLayout& layout = run.layout;
+  const ElementsCall& call = run.call;
+  const ElementsPlan& plan = run.plan;
   const KI* idx = reinterpret_cast<const KI*>(raw);
   const int64_t bytes = call.bytes();
   // The strategies that check each index as they fold leave out untouched on a bad one; the
@@ -133,10 +146,7 @@ void scatter_elements_update_for_index(const TensorRef& data, const I* raw, cons
     });
     return;
   }
-  DType kernel_dtype = data.dtype;
-  Reduction kernel_reduction = reduction;
-  kernel_form(kernel_dtype, kernel_reduction);
-  visit_arithmetic(op, kernel_dtype, [&](auto type) {
+  visit_arithmetic(op, call.kernel_dtype, [&](auto type) {
     using T = typename decltype(type)::type;
     const T* upd = static_cast<const T*>(updates.data);
     const T* in = static_cast<const T*>(data.data);
@@ -156,7 +166,7 @@ void scatter_elements_update_for_index(const TensorRef& data, const I* raw, cons
       return;
     }
     visit_reduction<T, KernelReductions<T>>(
-        op, kernel_reduction,
+        op, call.kernel_reduction,
         [&](auto red) {
           using Op = typename decltype(red)::type;
           if constexpr (folds_through_storage_v<Op, T>) {
@@ -174,7 +184,7 @@ void scatter_elements_update_for_index(const TensorRef& data, const I* raw, cons
           scatter_elements_reduce<Op>(plan.strategy, layout, idx, upd, dst, use_init_val, bytes,
                                       copy);
         },
-        exact);
+        call.exact);
   });
 }
 

@@ -99,7 +99,11 @@ struct TableSlot {
 // What the choice depends on besides the layout.
 struct ElementsCall {
   Reduction reduction = Reduction::kNone;
-  bool exact_sum = false;  // exact=True with sum or mean (float data)
+  // The kernel that runs it (kernel_form).
+  DType kernel_dtype = DType::kOpaque;
+  Reduction kernel_reduction = Reduction::kNone;
+  bool exact = false;      // exact=True, where it applies (float data)
+  bool exact_sum = false;  // ... with sum or mean
   bool use_init_val = true;
   bool in_place = false;         // out is data
   bool folds_in_place = false;   // folds_through_storage_v: the fold may run on out
@@ -223,6 +227,7 @@ inline ElementsCall make_elements_call(const char* op, const Shape& data, DType 
                                        bool in_place) {
   ElementsCall c;
   c.reduction = reduction;
+  c.exact = exact;
   c.exact_sum = exact && (reduction == Reduction::kSum || reduction == Reduction::kMean);
   c.use_init_val = use_init_val;
   c.in_place = in_place;
@@ -231,6 +236,8 @@ inline ElementsCall make_elements_call(const char* op, const Shape& data, DType 
   c.updates = updates;
   c.index_size = index_size;
   kernel_form(dtype, reduction);
+  c.kernel_dtype = dtype;
+  c.kernel_reduction = reduction;
   if (reduction != Reduction::kNone && !c.exact_sum)
     visit_arithmetic(op, dtype, [&](auto type) {
       using T = typename decltype(type)::type;
