@@ -1,11 +1,25 @@
 """scatterkit on Spark: tensor columns, column functions and the ``scatterkit-spark`` job.
 
 >>> from scatterkit.spark import functions as skf, run_job, JobSpec, build_session
->>> spark = build_session()                                       # doctest: +SKIP
+>>> spark = build_session()          # or build_session(remote="sc://host:15002")  # doctest: +SKIP
 >>> df.withColumn("g", skf.scatter_nd_update("grid", "cells", "vals"))  # doctest: +SKIP
 
+Every entry works on a classic session and on a Spark Connect session alike: nothing here
+uses the SparkContext, RDDs or the JVM except the classic session's own set-up and its
+progress display. The modules, top-down:
+
+- driver side: `session` (classic or Connect), `spec` (the job's JSON), `plan` (a spec
+  checked against the input's schema), `job` (`run_job`: engine choice, progress, summary),
+  `engine_arrow` and `engine_spark` (the two ways to run a job), `storage` (paths, the
+  input's pieces, the commit), `cluster` (one-task jobs for the file work), `progress`,
+  `summary`, `functions` (column functions);
+- executor side: `steps` (the one step runner: fail/keep, row naming, the error layout),
+  `tensors` (Arrow columns <-> tensors), `piece_task` (the Arrow engine's task), `stats`
+  (counts and failures sent back as data);
+- shared: `errors`, `element_types`; tools: `cli`, `demo`, `demo_data`, `pack`.
+
 See docs/spark.md for the tensor column layout, the job specification and running on
-standalone, YARN and Kubernetes clusters.
+local, standalone, YARN, Kubernetes and Spark Connect.
 """
 
 from __future__ import annotations
@@ -15,19 +29,21 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and IDEs
     from . import functions as functions
-    from .job import JobFailed as JobFailed
+    from .errors import JobFailed as JobFailed
+    from .errors import RowError as RowError
+    from .errors import SpecError as SpecError
     from .job import run_job as run_job
     from .job import transform as transform
     from .pack import pack as pack
     from .session import build_session as build_session
     from .spec import JobSpec as JobSpec
-    from .spec import SpecError as SpecError
     from .summary import JobSummary as JobSummary
 
 _EXPORTS = {
     "JobSpec": "spec",
-    "SpecError": "spec",
-    "JobFailed": "job",
+    "SpecError": "errors",
+    "JobFailed": "errors",
+    "RowError": "errors",
     "JobSummary": "summary",
     "run_job": "job",
     "transform": "job",

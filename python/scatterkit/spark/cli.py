@@ -44,9 +44,22 @@ def _at_least(low: int) -> Callable[[str], int]:
     return parse
 
 
+def _remote(text: str) -> str:
+    if not text.startswith("sc://"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a Spark Connect URL (sc://HOST:PORT)")
+    return text
+
+
 def _spark_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
         "--master", type=_master, help="Spark master URL (default local[*], or spark-submit's)"
+    )
+    where.add_argument(
+        "--remote",
+        type=_remote,
+        metavar="sc://HOST:PORT",
+        help="a Spark Connect server to run on (default: $SPARK_REMOTE if set)",
     )
     p.add_argument(
         "--archive",
@@ -75,7 +88,7 @@ def _parser() -> argparse.ArgumentParser:
         choices=("fail", "keep"),
         default="fail",
         help="fail: stop at the first bad row, naming it (default); "
-        "keep: write it with a null result and its message in <output>_error",
+        "keep: write it with a null result and its message in <output>.error",
     )
     run.add_argument("--overwrite", action="store_true", help="replace an existing output")
     run.add_argument(
@@ -129,13 +142,14 @@ def _run(args: argparse.Namespace) -> int:
     if args.summary_json and not os.path.isdir(os.path.dirname(os.path.abspath(args.summary_json))):
         print(f"{PROG}: no directory for --summary-json {args.summary_json!r}", file=sys.stderr)
         return 2
-    from py4j.protocol import Py4JJavaError
-    from pyspark.errors import AnalysisException
+    from pyspark.errors import AnalysisException, PySparkException
 
     spark = _start_spark(args)
     if spark is None:
         return 2
-    print(f"{PROG} run: {len(spec.steps)} step(s) on {spark.sparkContext.master}", flush=True)
+    from .session import where_it_runs
+
+    print(f"{PROG} run: {len(spec.steps)} step(s) on {where_it_runs(spark)}", flush=True)
     try:
         summary = run_job(
             spark,
@@ -162,7 +176,9 @@ def _run(args: argparse.Namespace) -> int:
     except JobFailed as exc:
         print(f"{PROG}: job failed: {exc}", file=sys.stderr)
         return 1
-    except Py4JJavaError as exc:  # an input that is not Parquet, a lost executor, ...
+    except Exception as exc:  # an input that is not Parquet, a lost executor, ...
+        if not (isinstance(exc, PySparkException) or _is_java_error(exc)):
+            raise
         print(f"{PROG}: Spark failed: {_java_message(exc)}", file=sys.stderr)
         return 1
     print("summary:")
@@ -185,6 +201,7 @@ def _start_spark(args: argparse.Namespace) -> Any:
     try:
         return build_session(
             master=args.master,
+            remote=args.remote,
             archive=args.archive,
             conf=dict(args.conf),
             log_level=getattr(args, "log_level", "ERROR"),
@@ -203,10 +220,14 @@ def _start_spark(args: argparse.Namespace) -> Any:
 
 
 def _analysis_message(exc: Exception, input_path: str) -> str:
-    first = str(exc).splitlines()[0]
+    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
     if "UNABLE_TO_INFER_SCHEMA" in first:  # Spark's words for "no Parquet files there"
         return f"input {input_path!r} holds no Parquet files ({first})"
     return first
+
+
+def _is_java_error(exc: Exception) -> bool:
+    return type(exc).__name__ == "Py4JJavaError"  # a classic session's, without importing py4j
 
 
 def _java_message(exc: Exception) -> str:
@@ -224,9 +245,12 @@ def _java_message(exc: Exception) -> str:
             cause = cause.getCause()
     except Exception:  # not a Java exception, or the JVM is gone
         pass
+    if not messages and hasattr(exc, "getMessage"):  # a Spark Connect client's exception
+        messages.append(str(exc.getMessage() or ""))
     classified = [m for m in messages if m.startswith("[")]
     message = classified[0] if classified else (messages[0] if messages else "")
-    return (message or str(exc)).splitlines()[0]
+    lines = [line.strip() for line in (message or str(exc)).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -241,6 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_demo(
                 args.rows,
                 master=args.master,
+                remote=args.remote,
                 workdir=args.workdir,
                 seed=args.seed,
                 sample=args.sample,

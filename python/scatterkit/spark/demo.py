@@ -23,7 +23,7 @@ import scatterkit as sk
 
 from .demo_data import BUCKETS, HOURS, SERIES, DemoData, generate
 from .job import run_job
-from .session import build_session
+from .session import build_session, where_it_runs
 from .spec import JobSpec
 
 
@@ -98,14 +98,14 @@ def _expected_step(row: dict[str, Any], step: str) -> np.ndarray:
 def _check_row(uid: int, row: dict[str, Any], got: dict[str, Any]) -> list[str]:
     problems = []
     for step in (s["output"] for s in DEMO_SPEC["steps"]):
-        error = got[f"{step}_error"]
+        error = got[step]["error"]
         try:
             want = _expected_step(row, step)
         except (ValueError, IndexError, TypeError):
-            if error is None or got[step] is not None:
+            if error is None or got[step]["values"] is not None:
                 problems.append(f"user {uid} {step}: a broken row came back without its error")
             continue
-        if error is not None or got[step] is None:
+        if error is not None or got[step]["values"] is None:
             problems.append(f"user {uid} {step}: unexpected error {error!r}")
         elif not np.array_equal(_tensor(got[step], np.float32), want, equal_nan=True):
             problems.append(f"user {uid} {step}: values differ from the NumPy API")
@@ -132,6 +132,7 @@ def run_demo(
     rows: int = 10_000,
     *,
     master: str | None = None,
+    remote: str | None = None,
     workdir: str | None = None,
     seed: int = 0,
     sample: int = 200,
@@ -140,7 +141,9 @@ def run_demo(
 ) -> int:
     """Runs the demo end to end; returns the process exit code (0: every check passed).
 
-    Raises ValueError when `rows` is below 1 or `sample` below 0.
+    `remote` (``sc://host:port``) runs the job on a Spark Connect server, which must see
+    the work directory (the same machine, or a shared file system). Raises ValueError when
+    `rows` is below 1 or `sample` below 0.
     """
     if rows < 1:
         raise ValueError(f"rows must be at least 1, got {rows}")
@@ -164,10 +167,14 @@ def run_demo(
         # Smaller input splits than Spark's 128 MB: more tasks, so progress shows as they finish.
         settings = {"spark.sql.files.maxPartitionBytes": str(8 << 20), **(conf or {})}
         spark = build_session(
-            master=master, archive=archive, conf=settings, app_name="scatterkit-demo"
+            master=master,
+            remote=remote,
+            archive=archive,
+            conf=settings,
+            app_name="scatterkit-demo",
         )
         seconds = time.perf_counter() - t0
-        print(f"Spark {spark.version} on {spark.sparkContext.master} in {seconds:.1f} s")
+        print(f"Spark {spark.version} on {where_it_runs(spark)} in {seconds:.1f} s")
         spec = JobSpec.from_dict(DEMO_SPEC)
         summary = run_job(spark, spec, input_path, output_path, on_error="keep", mode="overwrite")
         checked, problems = check_sample(data, output_path, sample)

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ._arrow import _without_rows
+from .tensors import _without_rows
 
 CATEGORIES, HOURS = 4, 24
 BUCKETS = CATEGORIES * HOURS

@@ -25,14 +25,15 @@ import pyarrow as pa
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from ._arrow import read_tensor, tensor_array
-from ._executor import RowError, configure_threads, dry_run, run_op
-from ._types import numpy_dtype, spark_name, tensor_struct
-from .spec import OPS, check_constant
+from .element_types import numpy_dtype, spark_name, tensor_struct
+from .errors import RowError
+from .spec import OPS, Step, TensorInput, check_constant
+from .steps import BatchPlan, configure_threads, dry_run, run_steps
 
 ColumnOrName = Union[Column, str]
 
-_ROW_ID = "__row_id"
+_ROW_ID = "row_id"  # the row id's name in messages: "row_id=7"
+_OUTPUT = "result"
 
 
 def _col(c: ColumnOrName) -> Column:
@@ -58,14 +59,17 @@ def full(shape: Sequence[int], fill: Any = 0, dtype: str = "float") -> Column:
     return F.struct(values.alias("values"), dims.cast("array<int>").alias("shape"))
 
 
-def _describe_row(row_ids: pa.Array | None, row: int) -> str:
-    if row_ids is not None:
-        return f"row_id={row_ids[row].as_py()!r}"
-    from pyspark import TaskContext
-
-    context = TaskContext.get()
-    partition = context.partitionId() if context is not None else 0
-    return f"row {row} of a batch of partition {partition} (pass row_id= to name rows)"
+def _element_name(data: pa.Array) -> str | None:
+    """The Spark name of a tensor column's element type (None if it has none)."""
+    kind = data.type
+    if pa.types.is_struct(kind) and kind.get_field_index("values") >= 0:
+        kind = kind.field("values").type
+    if not (pa.types.is_list(kind) or pa.types.is_large_list(kind)):
+        return None
+    try:
+        return spark_name(kind.value_type)
+    except (ValueError, TypeError, NotImplementedError):
+        return None
 
 
 def _make_udf(
@@ -77,27 +81,30 @@ def _make_udf(
     has_row_id: bool,
 ) -> Any:
     expected = numpy_dtype(dtype)
-    attributes = dict(attributes)
     names = list(inputs) + ([_ROW_ID] if has_row_id else [])
+    step = Step(op, {n: TensorInput(column=n) for n in inputs}, _OUTPUT, dict(attributes))
+    plan = BatchPlan(
+        (step,),
+        (_OUTPUT,),
+        keep_errors=keep,
+        row_id=_ROW_ID if has_row_id else None,
+        name_steps_by_op=True,
+    )
 
     def compute(*arrays: pa.Array) -> pa.Array:
         configure_threads()
-        given = dict(zip(names, arrays))
-        row_ids = given.pop(_ROW_ID, None)
-        tensors = {name: read_tensor(array, name) for name, array in given.items()}
-        data_dtype = tensors["data"].ragged.values.dtype
-        if data_dtype != expected:
+        found = _element_name(arrays[0])
+        if found is not None and numpy_dtype(found) != expected:
             raise TypeError(
-                f"{op}: data holds {spark_name(data_dtype)} values but the column function "
-                f"was declared with dtype={dtype!r}; pass dtype={spark_name(data_dtype)!r}"
+                f"{op}: data holds {found} values but the column function "
+                f"was declared with dtype={dtype!r}; pass dtype={found!r}"
             )
-        result = run_op(op, attributes, tensors)
-        if keep:
-            return tensor_array(result.values, result.layout, result.valid, result.messages)
-        if result.error_count:
-            row = result.failed[0]
-            raise RowError(f"{op} failed for {_describe_row(row_ids, row)}: {result.messages[row]}")
-        return tensor_array(result.values, result.layout, result.valid)
+        batch = pa.RecordBatch.from_arrays(list(arrays), names=names)
+        output = run_steps(plan, batch, first_row=None)
+        if output.failure is not None:
+            raise RowError(output.failure)
+        assert output.batch is not None
+        return output.batch.column(0)
 
     arrow_udf = getattr(F, "arrow_udf", None)
     if arrow_udf is None:  # pragma: no cover - pyspark 4.0

@@ -1,81 +1,143 @@
-"""Progress while a job runs: a thread polling Spark's status tracker."""
+"""Progress while a job runs: one line whenever the running stages' task counts change.
+
+The counts come from Spark Connect's progress handler on a Connect session, and from the
+status tracker, polled by a thread, on a classic one; both feed the same display.
+"""
 
 from __future__ import annotations
 
 import sys
 import threading
 import time
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 
-class Progress:
-    """Prints a line whenever the running stages' task counts change (at most every second).
+@dataclass(frozen=True)
+class StageCounts:
+    """One stage's tasks, as either source reports them."""
 
-    Use as a context manager around the action that runs the job::
+    stage_id: int
+    tasks: int
+    completed: int
+    running: int = 0
+    failed: int = 0
 
-        with Progress(spark.sparkContext):
-            df.write.parquet(path)
-    """
 
-    def __init__(
-        self, sc: Any, *, out: TextIO | None = None, interval: float = 0.5, label: str = "run"
-    ) -> None:
-        self._tracker = sc.statusTracker()
-        self._out = out if out is not None else sys.stdout
-        self._interval = interval
+class Display:
+    """Prints the stages' counts when they change (finished stages once)."""
+
+    def __init__(self, out: TextIO, label: str) -> None:
+        self._out = out
         self._label = label
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="scatterkit-progress", daemon=True)
-        self._last = ""
-        self._start = 0.0
-        self._running: dict[int, int] = {}  # active stage -> its task count
-
-    def __enter__(self) -> Progress:
         self._start = time.perf_counter()
-        self._thread.start()
-        return self
+        self._last = ""
+        self._running: set[int] = set()
+        self._lock = threading.Lock()
 
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        self._print(self._finished(set()))
-
-    def _finished(self, active: set[int]) -> str:
-        done = sorted(set(self._running) - active)
-        for stage_id in done:
-            self._running.pop(stage_id)
-        return "; ".join(f"stage {s}: finished" for s in done)
-
-    def snapshot(self) -> str:
-        """One line describing the active stages, and those finished since the last call."""
-        parts = []
-        active = set(self._tracker.getActiveStageIds())
-        finished = self._finished(active)
-        if finished:
-            parts.append(finished)
+    def line(self, stages: Iterable[StageCounts]) -> str:
+        """The line for these running stages (and those finished since the last line)."""
+        active = {s.stage_id: s for s in stages}
+        done = sorted(self._running - set(active))
+        self._running = set(active)
+        parts = [f"stage {s}: finished" for s in done]
         for stage_id in sorted(active):
-            info = self._tracker.getStageInfo(stage_id)
-            if info is None:
-                continue
-            self._running[stage_id] = info.numTasks
-            part = f"stage {stage_id}: {info.numCompletedTasks}/{info.numTasks} tasks done"
-            if info.numActiveTasks:
-                part += f", {info.numActiveTasks} running"
-            if info.numFailedTasks:
-                part += f", {info.numFailedTasks} failed"
+            s = active[stage_id]
+            part = f"stage {stage_id}: {s.completed}/{s.tasks} tasks done"
+            if s.running:
+                part += f", {s.running} running"
+            if s.failed:
+                part += f", {s.failed} failed"
             parts.append(part)
         return "; ".join(parts)
 
-    def _print(self, line: str) -> None:
-        if line and line != self._last:
-            elapsed = time.perf_counter() - self._start
-            print(f"[{self._label} {elapsed:6.1f}s] {line}", file=self._out, flush=True)
-            self._last = line
+    def show(self, stages: Iterable[StageCounts]) -> None:
+        with self._lock:
+            text = self.line(stages)
+            if text and text != self._last:
+                elapsed = time.perf_counter() - self._start
+                print(f"[{self._label} {elapsed:6.1f}s] {text}", file=self._out, flush=True)
+                self._last = text
 
-    def _loop(self) -> None:
+
+def is_connect(spark: Any) -> bool:
+    """Whether `spark` is a Spark Connect session (no SparkContext, no JVM here)."""
+    try:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+    except ImportError:  # the Connect client's requirements are not installed
+        return False
+    return isinstance(spark, ConnectSession)
+
+
+class Progress:
+    """Shows the job's progress while the ``with`` block runs::
+
+    with Progress(spark):
+        df.write.parquet(path)
+    """
+
+    def __init__(
+        self, spark: Any, *, out: TextIO | None = None, interval: float = 0.5, label: str = "run"
+    ) -> None:
+        self._spark = spark
+        self._display = Display(out if out is not None else sys.stdout, label)
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._connect = is_connect(spark)
+
+    def __enter__(self) -> Progress:
+        if self._connect:
+            self._spark.registerProgressHandler(self._on_connect_progress)
+        else:
+            tracker = self._spark.sparkContext.statusTracker()
+            self._thread = threading.Thread(
+                target=self._poll, args=(tracker,), name="scatterkit-progress", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._connect:
+            self._spark.removeProgressHandler(self._on_connect_progress)
+        else:
+            self._stop.set()
+            assert self._thread is not None
+            self._thread.join(timeout=5)
+        self._display.show([])  # whatever still runs has finished
+
+    def _on_connect_progress(self, stages: Any, inflight_tasks: int, *args: Any, **kw: Any) -> None:
+        """Spark Connect's handler: (stages, inflight tasks, operation id, done)."""
+        stages = list(stages or [])
+        running = [s for s in stages if not s.done]
+        counts = [
+            StageCounts(
+                s.stage_id,
+                s.num_tasks,
+                s.num_completed_tasks,
+                inflight_tasks if len(running) == 1 else 0,
+            )
+            for s in running
+        ]
+        self._display.show(counts)
+
+    def _poll(self, tracker: Any) -> None:
         while not self._stop.wait(self._interval):
             try:
-                line = self.snapshot()
+                counts = []
+                for stage_id in tracker.getActiveStageIds():
+                    info = tracker.getStageInfo(stage_id)
+                    if info is not None:
+                        counts.append(
+                            StageCounts(
+                                stage_id,
+                                info.numTasks,
+                                info.numCompletedTasks,
+                                info.numActiveTasks,
+                                info.numFailedTasks,
+                            )
+                        )
             except Exception:  # the context is stopping; progress is best effort
                 return
-            self._print(line)
+            self._display.show(counts)

@@ -1,4 +1,5 @@
-"""The Spark session of the job: local by default, or a cluster with a shipped environment."""
+"""The Spark session of the job: local by default, a cluster with a shipped environment, or
+a Spark Connect server (``sc://host:port``)."""
 
 from __future__ import annotations
 
@@ -54,23 +55,53 @@ def _quiet_start(settings: Mapping[str, str], log_level: str) -> dict[str, str]:
     return {_JAVA_OPTIONS_KEY: f"{options} {ours}".strip()}
 
 
+# What a Connect client can set: the settings of its SQL session, not the server's.
+_CONNECT_DEFAULTS = (
+    "spark.sql.execution.arrow.maxRecordsPerBatch",
+    "spark.sql.execution.arrow.maxBytesPerBatch",
+)
+
+
+def remote_url(remote: str | None = None) -> str | None:
+    """The Spark Connect URL to use: `remote`, else ``$SPARK_REMOTE`` (as pyspark reads it),
+    else None (a classic session)."""
+    url = remote if remote is not None else os.environ.get("SPARK_REMOTE") or None
+    if url is not None and not url.startswith("sc://"):
+        raise ValueError(f"a Spark Connect URL starts with sc://, got {url!r}")
+    return url
+
+
 def build_session(
     *,
     master: str | None = None,
+    remote: str | None = None,
     archive: str | None = None,
     conf: Mapping[str, str] | None = None,
     app_name: str = "scatterkit",
     log_level: str = "ERROR",
 ) -> SparkSession:
-    """A SparkSession for the job.
+    """A SparkSession for the job: classic, or Spark Connect with `remote`.
 
     `master` defaults to ``local[*]`` (nothing to start), except under ``spark-submit``,
-    whose settings are kept. With `archive` (from ``scatterkit-spark pack``) the executors
-    run ``./environment/bin/python`` from that archive, unpacked through ``spark.archives``.
+    whose settings are kept. `remote` (``sc://host:port``, default ``$SPARK_REMOTE``)
+    connects to a Spark Connect server instead; `conf` then holds settings of the SQL
+    session only, and the server's executors must have scatterkit (docs/spark.md). With
+    `archive` (from ``scatterkit-spark pack``) the executors of a classic session run
+    ``./environment/bin/python`` from that archive, unpacked through ``spark.archives``.
     `conf` entries win over the defaults. Spark logs at `log_level`, from the driver's
     start on when this call starts it (unless `conf` or ``$SPARK_CONF_DIR`` configure
     log4j).
     """
+    url = remote_url(remote)
+    if url is not None:
+        if master is not None:
+            raise ValueError("give a master URL or a Spark Connect URL (remote), not both")
+        if archive is not None:
+            raise ValueError(
+                "an environment archive is shipped when the server starts (spark.archives "
+                "in its configuration), not by a Spark Connect client; see docs/spark.md"
+            )
+        return _connect(url, conf or {}, app_name)
     settings = dict(DEFAULT_CONF)
     if launched_by_spark_submit():  # spark-submit's own settings win over our defaults
         from pyspark import SparkConf
@@ -105,3 +136,21 @@ def build_session(
         elif "PYSPARK_PYTHON" not in os.environ:
             sc.pythonExec = sys.executable  # not whatever `python3` is first on the PATH
     return spark
+
+
+def _connect(url: str, conf: Mapping[str, str], app_name: str) -> SparkSession:
+    settings = {key: DEFAULT_CONF[key] for key in _CONNECT_DEFAULTS}
+    settings.update(conf)
+    builder = SparkSession.builder.remote(url).appName(app_name)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def where_it_runs(spark: SparkSession) -> str:
+    """The master, and whether the session reaches it through Spark Connect."""
+    from .progress import is_connect
+
+    if is_connect(spark):
+        return f"{spark.conf.get('spark.master', '?')} (through Spark Connect)"
+    return str(spark.sparkContext.master)

@@ -33,12 +33,8 @@ from typing import Any
 import numpy as np
 
 from .._registry import OPS as REGISTRY
-from ._types import element_type, numpy_dtype
-
-
-class SpecError(ValueError):
-    """The job specification is malformed; the message names the offending entry."""
-
+from .element_types import element_type, numpy_dtype
+from .errors import SpecError
 
 # The versioned operations a step may name, with their inputs and attributes.
 OPS = REGISTRY
@@ -152,11 +148,6 @@ class Step:
     output: str
     attributes: Mapping[str, Any] = field(default_factory=dict)
 
-    @property
-    def error_column(self) -> str:
-        """The column holding this step's per-row error message (``--on-error keep``)."""
-        return f"{self.output}_error"
-
 
 @dataclass(frozen=True)
 class JobSpec:
@@ -187,10 +178,9 @@ class JobSpec:
             passthrough = tuple(passthrough)
         outputs: set[str] = set()
         for i, step in enumerate(parsed):
-            for name in (step.output, step.error_column):
-                if name in outputs:
-                    raise SpecError(f"steps[{i}]: output column {name!r} is written twice")
-                outputs.add(name)
+            if step.output in outputs:
+                raise SpecError(f"steps[{i}]: output column {step.output!r} is written twice")
+            outputs.add(step.output)
         return cls(parsed, row_id, passthrough)
 
     @classmethod

@@ -1,13 +1,13 @@
-"""The job's driver side: check a spec against the input schema, before any task runs."""
+"""The job's plan: a spec checked against the input schema, before any task runs."""
 
 from __future__ import annotations
 
 from pyspark.sql import types as T
 
-from ._executor import dry_run
-from ._pipeline import BatchPlan
-from ._types import numpy_dtype, tensor_struct
-from .spec import JobSpec, SpecError, Step, TensorInput
+from .element_types import numpy_dtype, tensor_struct
+from .errors import SpecError
+from .spec import JobSpec, Step, TensorInput
+from .steps import BatchPlan, dry_run
 
 _INTEGER_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
@@ -84,14 +84,11 @@ def plan_job(
             for name, source in step.inputs.items()
         }
         _dry_run(step, elements, where)
-        for name in (step.output, step.error_column):
-            if name in columns:
-                raise SpecError(f"{where}: output column {name!r} already exists")
-        result_type = tensor_struct(elements["data"])
+        if step.output in columns:
+            raise SpecError(f"{where}: output column {step.output!r} already exists")
+        result_type = tensor_struct(elements["data"], with_error=keep_errors)
         columns[step.output] = result_type
         out_fields.append(T.StructField(step.output, result_type, True))
-        if keep_errors:
-            out_fields.append(T.StructField(step.error_column, T.StringType(), True))
     plan = BatchPlan(
         steps=spec.steps,
         output_columns=tuple(f.name for f in out_fields),

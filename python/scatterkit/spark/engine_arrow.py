@@ -1,0 +1,90 @@
+"""The job on the Arrow engine: Spark schedules the tasks, the executors do Parquet with pyarrow.
+
+A job is three Spark jobs, all through the DataFrame API (so it runs on Spark Connect):
+list the input and split it into pieces (one task, `storage.plan_input`), run one task per
+piece (``mapInArrow`` over the piece numbers, `piece_task.run_pieces`), and commit the
+files of the successful attempts (one task, `storage.finish`). Counts and failures come
+back as the rows of the middle job.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from .cluster import on_cluster, parallelism
+from .piece_task import RESULT_SCHEMA, BatchLimits, PieceTask, run_pieces
+from .stats import TaskStats, total
+from .steps import BatchPlan
+from .storage import Location, check_output_apart, finish, locate, plan_input
+
+
+@dataclass(frozen=True)
+class ArrowPaths:
+    """The input and the output, resolved for pyarrow."""
+
+    source: Location
+    target: Location
+
+
+def resolve_paths(input_path: str, output_path: str) -> ArrowPaths:
+    """The job's paths for pyarrow, or `EngineUnavailable` saying why not (a glob, a file
+    system pyarrow does not reach). Raises ValueError if the output would replace the
+    input (or a directory holding it)."""
+    source, target = locate(input_path), locate(output_path)
+    check_output_apart(source.uri, target.uri, input_path, output_path)
+    return ArrowPaths(source, target)
+
+
+def run_arrow_job(
+    spark: Any,
+    plan: BatchPlan,
+    output_schema: pa.Schema,
+    paths: ArrowPaths,
+    columns: Sequence[str],
+    tensor_types: pa.Schema,
+    *,
+    overwrite: bool,
+) -> TaskStats:
+    """Runs `plan` over the input files into the output; returns the tasks' stats.
+
+    `columns` are the input columns to read, `tensor_types` the Arrow types of those the
+    steps read as tensors, as Spark would read them. Raises FileExistsError if the output
+    exists and not `overwrite`. A failure (its message in the stats) commits nothing: an
+    old output stays as it was.
+    """
+    tasks = parallelism(spark)
+    work = on_cluster(spark, plan_input, paths.source, paths.target, tasks, overwrite)
+    written: list[str] | None = None
+    try:
+        task = PieceTask(
+            plan,
+            paths.source,
+            paths.target,
+            tuple(columns),
+            tensor_types,
+            BatchLimits.from_conf(spark.conf),
+            work.job_dir,
+            work.pieces,
+        )
+        count = len(work.pieces)
+        numbers = spark.range(count, numPartitions=count)
+        schema = _spark_schema(RESULT_SCHEMA)
+        results = numbers.mapInArrow(functools.partial(run_pieces, task), schema).collect()
+        rows = [r.asDict() for r in results]
+        stats = total(rows)
+        if stats.failure is None:
+            written = [r["path"] for r in rows if r["path"]]
+    finally:
+        on_cluster(spark, finish, paths.target, work, written, output_schema, overwrite)
+    return stats
+
+
+def _spark_schema(schema: pa.Schema) -> Any:
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(schema)
