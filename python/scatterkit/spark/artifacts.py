@@ -38,7 +38,8 @@ def library_archive(wheel: str | os.PathLike[str], dest: Path) -> Path:
     """A zip in `dest` of the files of the wheel's package directory, at the zip's root.
 
     Unpacked into a directory named ``scatterkit`` it is the importable package. The name
-    holds a digest of the contents. Raises ValueError if the wheel has no compiled extension.
+    holds a digest of the contents, and its bytes depend on them alone. Raises ValueError if
+    the wheel has no compiled extension.
     """
     prefix = PACKAGE + "/"
     with zipfile.ZipFile(wheel) as source:
@@ -57,8 +58,10 @@ def library_archive(wheel: str | os.PathLike[str], dest: Path) -> Path:
             contents.append((info.filename[len(prefix) :], data))
     target = dest / f"{PACKAGE}-{digest.hexdigest()[:16]}.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in contents:
-            archive.writestr(name, data)
+        for name, data in contents:  # fixed dates: the same wheel gives the same bytes
+            entry = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+            entry.external_attr = 0o644 << 16
+            archive.writestr(entry, data, zipfile.ZIP_DEFLATED)
     return target
 
 
@@ -68,7 +71,8 @@ def ship_library(spark: Any, *, wheel: str | os.PathLike[str] | None = None) -> 
     The package comes from `wheel`, else from this interpreter's installed scatterkit
     (re-packed, see `scatterkit.spark.pack.wheel_from_installed`). It is unpacked as
     ``<session dir>/scatterkit`` next to each Python worker, which imports it from there
-    (ahead of any scatterkit installed on the workers). Call it once per session.
+    (ahead of any scatterkit installed on the workers). Calling it again with the same
+    package is harmless (the same bytes); a different build needs a new session.
     """
     with tempfile.TemporaryDirectory(prefix="scatterkit-ship-") as tmp:
         if wheel is None:
@@ -103,7 +107,7 @@ def on_workers(
 
         from pyspark import SparkFiles
 
-        directory = os.path.join(SparkFiles.getRootDirectory(), path)
+        directory = os.path.abspath(os.path.join(SparkFiles.getRootDirectory(), path))
         if directory not in sys.path:
             sys.path.insert(0, directory)
         return pickle.loads(payload)(batches)

@@ -62,6 +62,12 @@ def _spark_options(p: argparse.ArgumentParser) -> None:
         help="a Spark Connect server to run on (default: $SPARK_REMOTE if set)",
     )
     p.add_argument(
+        "--ship-library",
+        action="store_true",
+        help="with --remote: send this scatterkit to the server's Python workers with the "
+        "session (they need this Python's version; see docs/spark.md)",
+    )
+    p.add_argument(
         "--archive",
         help="executor environment from `scatterkit-spark pack`, shipped with spark.archives",
     )
@@ -203,10 +209,11 @@ def _start_spark(args: argparse.Namespace) -> Any:
             master=args.master,
             remote=args.remote,
             archive=args.archive,
+            ship_library=args.ship_library,
             conf=dict(args.conf),
             log_level=getattr(args, "log_level", "ERROR"),
         )
-    except FileNotFoundError as exc:  # --archive
+    except (FileNotFoundError, ValueError) as exc:  # --archive, or options that do not mix
         print(f"{PROG}: {exc}", file=sys.stderr)
     except Exception as exc:  # the JVM did not start, or the master is unreachable
         message = _java_message(exc)
@@ -266,6 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.rows,
                 master=args.master,
                 remote=args.remote,
+                ship_library=args.ship_library,
                 workdir=args.workdir,
                 seed=args.seed,
                 sample=args.sample,

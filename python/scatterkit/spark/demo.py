@@ -133,6 +133,7 @@ def run_demo(
     *,
     master: str | None = None,
     remote: str | None = None,
+    ship_library: bool = False,
     workdir: str | None = None,
     seed: int = 0,
     sample: int = 200,
@@ -169,6 +170,7 @@ def run_demo(
         spark = build_session(
             master=master,
             remote=remote,
+            ship_library=ship_library,
             archive=archive,
             conf=settings,
             app_name="scatterkit-demo",

@@ -76,6 +76,7 @@ def build_session(
     master: str | None = None,
     remote: str | None = None,
     archive: str | None = None,
+    ship_library: bool = False,
     conf: Mapping[str, str] | None = None,
     app_name: str = "scatterkit",
     log_level: str = "ERROR",
@@ -85,7 +86,9 @@ def build_session(
     `master` defaults to ``local[*]`` (nothing to start), except under ``spark-submit``,
     whose settings are kept. `remote` (``sc://host:port``, default ``$SPARK_REMOTE``)
     connects to a Spark Connect server instead; `conf` then holds settings of the SQL
-    session only, and the server's executors must have scatterkit (docs/spark.md). With
+    session only. Its executors import scatterkit from their own Python, or with
+    `ship_library` from a copy of this one sent with the session (``addArtifacts``; the
+    workers' Python must be this one's version, see `scatterkit.spark.artifacts`). With
     `archive` (from ``scatterkit-spark pack``) the executors of a classic session run
     ``./environment/bin/python`` from that archive, unpacked through ``spark.archives``.
     `conf` entries win over the defaults. Spark logs at `log_level`, from the driver's
@@ -101,7 +104,17 @@ def build_session(
                 "an environment archive is shipped when the server starts (spark.archives "
                 "in its configuration), not by a Spark Connect client; see docs/spark.md"
             )
-        return _connect(url, conf or {}, app_name)
+        spark = _connect(url, conf or {}, app_name)
+        if ship_library:
+            from .artifacts import ship_library as ship
+
+            ship(spark)
+        return spark
+    if ship_library:
+        raise ValueError(
+            "ship_library sends scatterkit to a Spark Connect session; a classic session "
+            "ships an environment archive (archive=, from `scatterkit-spark pack`)"
+        )
     settings = dict(DEFAULT_CONF)
     if launched_by_spark_submit():  # spark-submit's own settings win over our defaults
         from pyspark import SparkConf

@@ -1,8 +1,7 @@
 """A real standalone cluster on 127.0.0.1: the job runs with scatterkit shipped as an archive.
 
-A master and a worker are started with ``spark-class`` from the pip pyspark package (free
-ports, REST server off, web UIs on ephemeral ports, stopped by process group id whatever
-happens), the executor environment is packed with ``scatterkit-spark pack``, and the job is
+A master and a worker are started with ``spark-class`` from the pip pyspark package (see
+standalone_cluster.py), the executor environment is packed with ``scatterkit-spark pack``, and the job is
 submitted through the CLI with ``--archive``. The executors must import scatterkit from the
 unpacked archive, not from the driver's site-packages, and the output must be right.
 """
@@ -10,21 +9,20 @@ unpacked archive, not from the driver's site-packages, and the output must be ri
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-from spark_helpers import free_port, pa, pq, spark_env, tensor_column, write_parquet
+from spark_helpers import pa, pq, tensor_column, write_parquet
+from standalone_cluster import _cluster_env
 
 import scatterkit as sk
 
-STARTUP_TIMEOUT = 180  # seconds for each daemon to come up
+# The `cluster` fixture: one standalone cluster for the whole session, shared with the
+# other modules that name this plugin.
+pytest_plugins = ["standalone_cluster"]
 JOB_TIMEOUT = 480
 SPEC = {
     "row_id": "id",
@@ -43,122 +41,6 @@ SPEC = {
         },
     ],
 }
-
-
-def _cluster_env(root: Path) -> dict[str, str]:
-    from pyspark.find_spark_home import _find_spark_home
-
-    env = spark_env()
-    env.pop("PYTHONPATH", None)  # nothing may leak the driver's packages to the executors
-    env.pop("PYSPARK_PYTHON", None)
-    env.update(
-        SPARK_HOME=_find_spark_home(),
-        SPARK_LOG_DIR=str(root / "logs"),
-        SPARK_DAEMON_MEMORY="512m",
-        SPARK_NO_DAEMONIZE="1",
-    )
-    return env
-
-
-def _wait_for(log: Path, text: str, proc: subprocess.Popen, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if log.exists() and text in log.read_text(errors="replace"):
-            return
-        if proc.poll() is not None:
-            break
-        time.sleep(0.5)
-    tail = log.read_text(errors="replace")[-4000:] if log.exists() else ""
-    raise AssertionError(f"{text!r} not seen in {log} (exit {proc.poll()}):\n{tail}")
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """Stops a daemon and its children (executors, Python workers) by its process group id."""
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
-        except ProcessLookupError:
-            pass
-
-
-def _start(env: dict[str, str], args: list[str], log: Path) -> subprocess.Popen:
-    spark_class = Path(env["SPARK_HOME"]) / "bin" / "spark-class"
-    with open(log, "wb") as out:
-        return subprocess.Popen(
-            [str(spark_class), *args],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,  # its own process group: stopped as a whole
-        )
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory) -> Iterator[tuple[str, Path]]:
-    """A standalone master and one 2-core worker on 127.0.0.1: (master URL, work dir)."""
-    root = tmp_path_factory.mktemp("cluster")
-    (root / "logs").mkdir()
-    (root / "work").mkdir()
-    props = root / "spark-defaults.conf"
-    props.write_text("spark.master.rest.enabled false\nspark.ui.killEnabled false\n")
-    env = _cluster_env(root)
-    port = free_port()
-    url = f"spark://127.0.0.1:{port}"
-    procs: list[subprocess.Popen] = []
-    try:
-        master_log = root / "master.log"
-        procs.append(
-            _start(
-                env,
-                [
-                    "org.apache.spark.deploy.master.Master",
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    str(port),
-                    "--webui-port",
-                    "0",
-                    "--properties-file",
-                    str(props),
-                ],
-                master_log,
-            )
-        )
-        _wait_for(master_log, "I have been elected leader", procs[0], STARTUP_TIMEOUT)
-        worker_log = root / "worker.log"
-        procs.append(
-            _start(
-                env,
-                [
-                    "org.apache.spark.deploy.worker.Worker",
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    "0",
-                    "--webui-port",
-                    "0",
-                    "--cores",
-                    "2",
-                    "--memory",
-                    "2g",
-                    "--work-dir",
-                    str(root / "work"),
-                    "--properties-file",
-                    str(props),
-                    url,
-                ],
-                worker_log,
-            )
-        )
-        _wait_for(worker_log, "Successfully registered with master", procs[1], STARTUP_TIMEOUT)
-        yield url, root / "work"
-    finally:
-        for proc in reversed(procs):
-            _stop(proc)
 
 
 @pytest.fixture(scope="module")

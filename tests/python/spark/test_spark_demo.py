@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 from spark_helpers import pq, spark, spark_env  # noqa: F401
 
-from scatterkit.spark._stats import StatsParam
 from scatterkit.spark.demo import run_demo
 from scatterkit.spark.demo_data import _lists
 from scatterkit.spark.pack import _run, pack, wheel_from_installed
-from scatterkit.spark.progress import Progress
+from scatterkit.spark.progress import Display, Progress, StageCounts
 from scatterkit.spark.session import _quiet_start
+from scatterkit.spark.stats import TaskStats
 from scatterkit.spark.summary import JobSummary
 
 
@@ -118,11 +118,11 @@ def test_summary_flags_lost_rows_and_survives_a_zero_duration():
 
 def test_stats_add_numbers_up_and_unite_sets():
     # Two tasks with scatterkit from different places: the summary must name both.
-    param = StatsParam()
-    total = param.zero({})
-    total = param.addInPlace(total, {"rows": 3, "modules": {"/a"}, "threads": {1}})
-    total = param.addInPlace(total, {"rows": 4, "modules": {"/b"}, "threads": {1}})
-    assert total == {"rows": 7, "modules": {"/a", "/b"}, "threads": {1}}
+    total = TaskStats()
+    total.add(TaskStats({"batches": 3, "bytes_in": 0, "bytes_out": 1, "python_us": 0}, {"/a"}, {1}))
+    total.add(TaskStats({"batches": 4, "bytes_in": 2, "bytes_out": 0, "python_us": 5}, {"/b"}, {1}))
+    assert total.counts == {"batches": 7, "bytes_in": 2, "bytes_out": 1, "python_us": 5}
+    assert total.modules == {"/a", "/b"} and total.threads == {1}
 
 
 def test_session_conf_wins_over_the_defaults(spark):  # noqa: F811
@@ -130,26 +130,31 @@ def test_session_conf_wins_over_the_defaults(spark):  # noqa: F811
     assert spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch") == "4096"
 
 
-class _Tracker:
-    """Spark's status tracker with one stage running, 1 of 4 tasks done."""
+def test_progress_says_a_stage_finished_when_it_is_no_longer_running():
+    out = io.StringIO()
+    display = Display(out, "t")
+    display.show([StageCounts(3, tasks=4, completed=1, running=2)])
+    display.show([StageCounts(3, tasks=4, completed=1, running=2)])  # unchanged: not again
+    display.show([StageCounts(5, tasks=2, completed=0, failed=1)])
+    display.show([])
+    lines = [line.split("] ", 1)[1] for line in out.getvalue().splitlines()]
+    assert lines == [
+        "stage 3: 1/4 tasks done, 2 running",
+        "stage 3: finished; stage 5: 0/2 tasks done, 1 failed",
+        "stage 5: finished",
+    ]
 
-    def __init__(self) -> None:
-        self.active = [3]
 
-    def getActiveStageIds(self):
-        return self.active
-
-    def getStageInfo(self, stage_id):
-        return SimpleNamespace(numTasks=4, numCompletedTasks=1, numActiveTasks=2, numFailedTasks=0)
-
-
-def test_progress_says_a_stage_finished_when_the_job_ends():
-    tracker, out = _Tracker(), io.StringIO()
-    context = SimpleNamespace(statusTracker=lambda: tracker)
-    with Progress(context, out=out, interval=3600, label="t") as progress:
-        assert progress.snapshot() == "stage 3: 1/4 tasks done, 2 running"
-        tracker.active = []
-    assert out.getvalue().rstrip().endswith("] stage 3: finished")
+def test_progress_shows_what_spark_connects_handler_reports():
+    # The handler's arguments as Spark Connect passes them: (stages, inflight tasks, ...).
+    out = io.StringIO()
+    progress = Progress(SimpleNamespace(), out=out, label="t")
+    stage = SimpleNamespace(stage_id=7, num_tasks=4, num_completed_tasks=1, done=False)
+    progress._on_connect_progress([stage], 3, "operation", False)
+    finished = SimpleNamespace(stage_id=7, num_tasks=4, num_completed_tasks=4, done=True)
+    progress._on_connect_progress([finished], 0, "operation", True)
+    lines = [line.split("] ", 1)[1] for line in out.getvalue().splitlines()]
+    assert lines == ["stage 7: 1/4 tasks done, 3 running", "stage 7: finished"]
 
 
 def test_progress_reports_running_stages(spark, capsys):  # noqa: F811
@@ -158,7 +163,7 @@ def test_progress_reports_running_stages(spark, capsys):  # noqa: F811
             time.sleep(1.5)
             yield batch
 
-    with Progress(spark.sparkContext, interval=0.2, label="test"):
+    with Progress(spark, interval=0.2, label="test"):
         spark.range(2).repartition(2).mapInArrow(slow, "id long").collect()
     out = capsys.readouterr().out
     assert "[test " in out and "tasks done" in out

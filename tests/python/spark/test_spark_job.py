@@ -70,7 +70,7 @@ def _check_output(cols, table: pa.Table, keep: bool) -> None:
     for r in range(len(cols["grid"])):
         if r == BAD_BUCKET_ROW:
             assert hist[r] is None
-            assert "index 16 is out of bounds" in table.column("hist_error")[r].as_py()
+            assert "index 16 is out of bounds" in table.column("hist")[r].as_py()["error"]
         else:
             want = sk.scatter_elements_update(
                 np.zeros(16, np.float32), cols["bucket"][r], cols["amount"][r], 0, reduction="sum"
@@ -78,7 +78,7 @@ def _check_output(cols, table: pa.Table, keep: bool) -> None:
             assert np.array_equal(hist[r], want)
         if r == BAD_GRID_ROW:
             assert grid2[r] is None
-            assert "does not match its 30 values" in table.column("grid2_error")[r].as_py()
+            assert "does not match its 30 values" in table.column("grid2")[r].as_py()["error"]
         else:
             want = sk.scatter_nd_update(cols["grid"][r], cols["cells"][r], cols["vals"][r])
             assert np.array_equal(grid2[r], want)
@@ -234,7 +234,7 @@ def test_a_file_with_a_narrower_column_type_is_widened_by_both_engines(spark, rn
     ],
 )
 def test_only_casts_that_keep_every_value_are_widenings(source, target, widens):
-    from scatterkit.spark.direct import _widens
+    from scatterkit.spark.piece_task import _widens
 
     assert _widens(source, target) is widens
 
@@ -326,8 +326,9 @@ def test_column_names_with_dots(spark, rng, tmp_path, engine):  # noqa: F811
 def test_arrow_pieces_number_rows_from_the_start_of_their_file(tmp_path):
     # A task reading row groups 2 and 3 names its rows 16 to 31, as Spark's row_index does,
     # so that a failure names the right row.
-    from scatterkit.spark._pipeline import FILE_COLUMN, ROW_COLUMN
-    from scatterkit.spark.direct import BatchLimits, Piece, _read_piece
+    from scatterkit.spark.piece_task import BatchLimits, _read_piece
+    from scatterkit.spark.steps import FILE_COLUMN, ROW_COLUMN
+    from scatterkit.spark.storage import Piece
 
     path = tmp_path / "one.parquet"
     pq.write_table(pa.table({"x": pa.array(range(32), pa.int64())}), path, row_group_size=8)
@@ -343,7 +344,7 @@ def test_arrow_engine_skips_hidden_and_underscore_files_as_spark_does(tmp_path):
     # Spark's own output holds .crc checksums and _SUCCESS: not Parquet to read.
     import pyarrow.fs as pafs
 
-    from scatterkit.spark.direct import input_files
+    from scatterkit.spark.storage import input_files
 
     pq.write_table(pa.table({"x": [1]}), tmp_path / "part-0.parquet")
     (tmp_path / ".part-0.parquet.crc").write_bytes(b"crc")
@@ -354,7 +355,7 @@ def test_arrow_engine_skips_hidden_and_underscore_files_as_spark_does(tmp_path):
 
 
 def test_an_output_is_apart_from_an_input_whose_name_merely_starts_like_it():
-    from scatterkit.spark.direct import check_output_apart
+    from scatterkit.spark.storage import check_output_apart
 
     check_output_apart("/data/events_2024", "/data/events", "in", "out")  # siblings
     with pytest.raises(ValueError, match="would replace the input"):
@@ -362,7 +363,7 @@ def test_an_output_is_apart_from_an_input_whose_name_merely_starts_like_it():
 
 
 def test_arrow_batch_limits_follow_sparks_settings():
-    from scatterkit.spark.direct import BatchLimits, _byte_size
+    from scatterkit.spark.piece_task import BatchLimits, _byte_size
 
     rows_key = "spark.sql.execution.arrow.maxRecordsPerBatch"
     bytes_key = "spark.sql.execution.arrow.maxBytesPerBatch"
@@ -385,7 +386,7 @@ def test_arrow_engine_writes_an_empty_output_with_its_schema(spark, rng, tmp_pat
     source = write_parquet(tmp_path / "in", table.slice(0, 0), files=1)
     summary = _keep_job(spark, source, tmp_path / "out", engine="arrow")
     assert summary.rows_in == summary.rows_out == 0
-    assert {"uid", "hist", "hist_error", "grid2"} <= set(pq.read_schema(
+    assert {"uid", "hist", "grid2"} <= set(pq.read_schema(
         next((tmp_path / "out").glob("*.parquet"))).names)  # fmt: skip
 
 
@@ -408,9 +409,11 @@ def test_transform_is_a_lazy_dataframe_with_only_needed_columns(spark, rng, tmp_
     df = spark.read.parquet(str(write_parquet(tmp_path / "in", table, files=1)))
     spec = JobSpec.from_dict({"row_id": "uid", "passthrough": [], "steps": SPEC["steps"][:1]})
     out = transform(df, spec, on_error="keep")
-    assert out.columns == ["uid", "hist", "hist_error"]
+    assert out.columns == ["uid", "hist"]
     rows = {r.uid: r for r in out.collect()}
-    assert rows[10 * BAD_BUCKET_ROW].hist is None
+    assert rows[10 * BAD_BUCKET_ROW].hist.values is None
+    assert "index 16 is out of bounds" in rows[10 * BAD_BUCKET_ROW].hist.error
+    assert rows[30].hist.error is None
     want = sk.scatter_elements_update(
         np.zeros(16, np.float32), cols["bucket"][3], cols["amount"][3], 0, reduction="sum"
     )

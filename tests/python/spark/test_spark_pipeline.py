@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from spark_helpers import list_array, pa, tensor_column, tensor_rows
 
 import scatterkit as sk
-from scatterkit.spark._executor import RowError, configure_threads
-from scatterkit.spark._pipeline import BatchPlan, apply_steps, process_batches
+from scatterkit.spark.errors import RowError
 from scatterkit.spark.spec import JobSpec
+from scatterkit.spark.stats import NAMES, TaskStats, total
+from scatterkit.spark.steps import (
+    BatchPlan,
+    configure_threads,
+    raise_failures,
+    report_failures,
+    run_steps,
+)
 
 
 def _steps() -> list[dict]:
@@ -103,16 +112,15 @@ def _expected(cols, r):
 def _plan(keep: bool, row_id: str | None = "id") -> BatchPlan:
     spec = JobSpec.from_dict({"steps": _steps()})
     outputs = [s.output for s in spec.steps]
-    if keep:
-        outputs = [c for s in spec.steps for c in (s.output, s.error_column)]
     return BatchPlan(spec.steps, ("id", *outputs), keep_errors=keep, row_id=row_id)
 
 
 def test_every_op_on_a_batch_equals_single_calls_of_the_numpy_api(rng):
     cols, batch = _batch(rng)
-    out, counts = apply_steps(_plan(keep=False), batch)
+    output = run_steps(_plan(keep=False), batch)
+    out = output.batch
+    assert output.failure is None and output.stats.counts["bytes_out"] > 0
     assert out.schema.names == ["id", "su", "seu", "snd", "ss", "hist"]
-    assert counts["errors"] == 0 and counts["bytes_out"] > 0
     results = {name: tensor_rows(out.column(name)) for name in out.schema.names[1:]}
     for r in range(batch.num_rows):
         for name, want in _expected(cols, r).items():
@@ -140,36 +148,44 @@ def _broken_batch(rng):
 
 def test_keep_writes_null_results_with_messages_and_keeps_every_row(rng):
     batch = _broken_batch(rng)
-    out, counts = apply_steps(_plan(keep=True), batch)
+    out = run_steps(_plan(keep=True), batch).batch
     assert out.num_rows == batch.num_rows
     assert out.column("id").to_pylist() == batch.column("id").to_pylist()
-    su = out.column("su_error").to_pylist()
+    su = out.column("su").field("error").to_pylist()
     assert su[0] is None and su[5] is None
     assert su[1].startswith("IndexError: ScatterUpdate-3: index 4 is out of bounds for axis 0")
     assert su[2].startswith("ValueError:") and "does not match its 32 values" in su[2]
     assert su[3] == "ValueError: ScatterUpdate-3: data (column 'grid') is null"
-    assert out.column("su").is_null().to_pylist() == [False, True, True, True, False, False]
-    hist = out.column("hist_error").to_pylist()
+    # One error layout: the struct stays, its values and shape are null, its error is set.
+    values = out.column("su").field("values")
+    assert values.is_null().to_pylist() == [False, True, True, True, False, False]
+    assert out.column("su").field("shape").is_null().to_pylist() == values.is_null().to_pylist()
+    assert out.column("su").null_count == 0
+    hist = out.column("hist").field("error").to_pylist()
     assert hist[4] == (
         "ValueError: ScatterElementsUpdate-3: updates (column 'evals1') holds 6 null element(s)"
     )
-    errors = [c for c in out.schema.names if c.endswith("_error")]
-    assert counts["errors"] == sum(len(out) - out.column(c).null_count for c in errors)
+    for name in out.schema.names[1:]:  # a row's result is null exactly where it has an error
+        column = out.column(name)
+        assert (
+            column.field("error").is_valid().to_pylist()
+            == column.field("values").is_null().to_pylist()
+        ), name
 
 
 def test_fail_names_the_row_by_its_id_and_gives_the_reason(rng):
     batch = _broken_batch(rng)
-    with pytest.raises(RowError) as info:
-        apply_steps(_plan(keep=False), batch)
-    message = str(info.value)
+    output = run_steps(_plan(keep=False), batch)
+    assert output.batch is None
+    message = output.failure
     assert message.startswith("step 1 (ScatterUpdate-3 -> 'su') failed for id=1001: IndexError:")
     assert "index 4 is out of bounds" in message and "(and 2 more row(s) in this batch)" in message
 
 
 def test_fail_without_row_id_names_the_row_by_position(rng):
     batch = _broken_batch(rng).slice(2)
-    with pytest.raises(RowError, match=r"failed for row 7 of input partition 0: ValueError"):
-        apply_steps(_plan(keep=False, row_id=None), batch, first_row=7)
+    failure = run_steps(_plan(keep=False, row_id=None), batch, first_row=7).failure
+    assert re.search(r"failed for row 7 of input partition 0: ValueError", failure)
 
 
 ELEMENTS = {
@@ -182,7 +198,7 @@ ELEMENTS = {
 
 def _elements_plan(keep: bool = False) -> BatchPlan:
     spec = JobSpec.from_dict({"steps": [ELEMENTS]})
-    return BatchPlan(spec.steps, ("o", "o_error") if keep else ("o",), keep_errors=keep)
+    return BatchPlan(spec.steps, ("o",), keep_errors=keep)
 
 
 def _small_batch(bad: set[int] = frozenset(), n: int = 3):
@@ -206,8 +222,8 @@ def test_a_row_with_several_unusable_inputs_reports_datas_problem_first():
         ],
         names=["d", "i", "u"],
     )
-    out, _ = apply_steps(_elements_plan(keep=True), batch)
-    assert out.column("o_error").to_pylist() == [
+    out = run_steps(_elements_plan(keep=True), batch).batch
+    assert out.column("o").field("error").to_pylist() == [
         None,
         "ValueError: ScatterElementsUpdate-12: data (column 'd') is null",
         "ValueError: ScatterElementsUpdate-12: updates (column 'u') is null",
@@ -218,21 +234,20 @@ def test_fail_numbers_rows_from_the_start_of_the_partition_not_of_the_batch():
     # The second batch's row 1 is the partition's row 4.
     batches = iter([_small_batch(), _small_batch(bad={1})])
     with pytest.raises(RowError, match=r"failed for row 4 of input partition 0: IndexError"):
-        list(process_batches(_elements_plan(), None, batches))
+        list(raise_failures(_elements_plan(), batches))
 
 
 def test_fail_with_one_bad_row_mentions_no_other_rows():
-    with pytest.raises(RowError) as info:
-        apply_steps(_elements_plan(), _small_batch(bad={2}))
-    assert "failed for row 2 of input partition 0: IndexError" in str(info.value)
-    assert "more row(s)" not in str(info.value)
+    failure = run_steps(_elements_plan(), _small_batch(bad={2})).failure
+    assert "failed for row 2 of input partition 0: IndexError" in failure
+    assert "more row(s)" not in failure
 
 
 def test_bytes_in_count_the_column_inputs_not_the_constants(rng):
     # The summary's "tensors ... in" is what the kernels read from the input columns.
     _, batch = _batch(rng)
     spec = JobSpec.from_dict({"steps": [_steps()[4]]})  # constant data, list indices/updates
-    _, counts = apply_steps(BatchPlan(spec.steps, ("hist",), keep_errors=False), batch)
+    counts = run_steps(BatchPlan(spec.steps, ("hist",), keep_errors=False), batch).stats.counts
     rows = batch.num_rows
     assert counts["bytes_in"] == rows * 6 * 8 * 2  # eidx1 (int64) and evals1 (double)
     assert counts["bytes_out"] == rows * 8 * 8
@@ -261,7 +276,7 @@ def test_every_spark_element_type_goes_through_unchanged(rng, dtype):
         "output": "o",
     }
     spec = JobSpec.from_dict({"steps": [step]})
-    out, _ = apply_steps(BatchPlan(spec.steps, ("o",), keep_errors=False), batch)
+    out = run_steps(BatchPlan(spec.steps, ("o",), keep_errors=False), batch).batch
     assert (
         out.schema.field("o").type.field("values").type.value_type
         == batch.schema.field("d").type.field("values").type.value_type
@@ -269,3 +284,48 @@ def test_every_spark_element_type_goes_through_unchanged(rng, dtype):
     for got, d, i, u in zip(tensor_rows(out.column("o")), datas, idxs, upds):
         want = sk.scatter_elements_update(d, i, u, 0, reduction="max")
         assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+def _out_schema() -> pa.Schema:
+    return pa.schema(
+        [pa.field("o", run_steps(_elements_plan(), _small_batch()).batch.schema[0].type)]
+    )
+
+
+def test_the_job_gets_each_batchs_counts_in_the_hidden_columns_of_its_first_row():
+    batches = iter([_small_batch(n=3), _small_batch().slice(0, 0), _small_batch(n=2)])
+    out = list(report_failures(_elements_plan(), _out_schema(), batches))
+    assert [b.num_rows for b in out] == [3, 2]  # no row added when nothing failed
+    assert out[0].schema.names == ["o", *NAMES]
+    for batch in out:
+        rows = batch.to_pylist()
+        assert all(r[name] is None for r in rows[1:] for name in NAMES)
+    found = total(b.to_pylist()[0] for b in out)
+    assert found.counts["batches"] == 3  # the empty batch is counted with the next one
+    assert found.counts["bytes_out"] == 5 * 3 * 4 and found.failure is None
+    assert found.modules == {sk.__file__} and len(found.threads) == 1
+
+
+def test_the_jobs_failure_comes_as_one_more_row_holding_it():
+    batches = iter([_small_batch(), _small_batch(bad={1})])
+    out = list(report_failures(_elements_plan(), _out_schema(), batches))
+    last = out[-1].to_pylist()
+    assert len(last) == 1 and last[0]["o"] is None
+    assert "failed for row 4 of input partition 0: IndexError" in last[0][NAMES[-1]]
+    assert total(b.to_pylist()[0] for b in out).failure == last[0][NAMES[-1]]
+
+
+def test_where_spark_commits_a_failure_raises_in_the_task():
+    batches = iter([_small_batch(bad={0})])
+    with pytest.raises(RowError, match="failed for row 0 of input partition 0"):
+        list(report_failures(_elements_plan(), _out_schema(), batches, raising=True))
+
+
+def test_the_failure_reported_is_the_same_whatever_order_tasks_finish_in():
+    first, second = TaskStats(failure="b: later"), TaskStats(failure="a: earlier")
+    one, two = TaskStats(), TaskStats()
+    one.add(first)
+    one.add(second)
+    two.add(second)
+    two.add(first)
+    assert one.failure == two.failure == "a: earlier"

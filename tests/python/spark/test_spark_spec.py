@@ -9,7 +9,7 @@ import pytest
 import spark_helpers  # noqa: F401 - skips the module without pyarrow / pyspark
 from pyspark.sql import types as T
 
-from scatterkit.spark._plan import plan_job
+from scatterkit.spark.plan import plan_job
 from scatterkit.spark.spec import Constant, JobSpec, SpecError, TensorInput, check_constant
 
 STEP = {
@@ -62,7 +62,6 @@ def test_spec_round_trips_through_json():
     step = spec.steps[0]
     assert step.inputs["data"] == TensorInput(constant=Constant((4, 2), "float", 0))
     assert step.inputs["indices"] == TensorInput(values="idx", shape="dims")
-    assert step.error_column == "out_error"
     assert JobSpec.from_json(json.dumps(spec.to_dict())) == spec
 
 
@@ -85,8 +84,6 @@ def test_spec_round_trips_through_json():
             "unsupported tensor element type",
         ),
         ({"steps": [STEP, STEP]}, "written twice"),
-        # a step's output may not take the name of another step's error column
-        ({"steps": [STEP, {**STEP, "output": f"{STEP['output']}_error"}]}, "written twice"),
         ({"steps": [STEP], "extra": 1}, "unknown key"),
         # names are checked when the spec is read, not left to fail later in the plan
         ({"row_id": 5, "steps": [STEP]}, "job: 'row_id' must be a column name"),
@@ -192,14 +189,18 @@ def test_load_names_the_file_for_bad_encoding_and_bad_json(tmp_path):
     assert JobSpec.load(with_bom) == JobSpec.from_dict(_spec())
 
 
-def test_plan_output_schema_keeps_passthrough_and_adds_tensor_and_error_columns():
+def test_plan_output_schema_keeps_passthrough_and_adds_tensor_columns_with_their_errors():
     spec = JobSpec.from_dict({"row_id": "id", "passthrough": ["name"], **_spec()})
     plan, schema = plan_job(SCHEMA, spec, keep_errors=True)
-    assert schema.names == ["id", "name", "out", "out_error"]  # the row id is always kept
-    assert schema["out"].dataType == TENSOR_F32
-    assert plan.input_columns == {"id", "name", "grid", "idx", "upd", "out", "out_error"}
+    assert schema.names == ["id", "name", "out"]  # the row id is always kept
+    # on_error="keep": the one error layout, a third field of the tensor struct
+    assert schema["out"].dataType == T.StructType(
+        [*TENSOR_F32.fields, T.StructField("error", T.StringType(), True)]
+    )
+    assert plan.input_columns == {"id", "name", "grid", "idx", "upd", "out"}
     _, schema = plan_job(SCHEMA, spec, keep_errors=False)
     assert schema.names == ["id", "name", "out"]
+    assert schema["out"].dataType == TENSOR_F32
 
 
 def test_plan_takes_separate_columns_constants_and_earlier_outputs():
@@ -250,19 +251,15 @@ def test_plan_result_takes_datas_element_type_not_the_updates():
     assert schema["out"].dataType["values"].dataType == T.ArrayType(T.DoubleType())
 
 
-def test_plan_rejects_half_structs_float_shapes_and_taken_error_columns():
+def test_plan_rejects_half_structs_and_float_shapes():
     half = T.StructType([T.StructField("values", T.ArrayType(T.FloatType()))])
-    schema = T.StructType(
-        [*SCHEMA.fields, T.StructField("half", half), T.StructField("out_error", T.StringType())]
-    )
+    schema = T.StructType([*SCHEMA.fields, T.StructField("half", half)])
     for change, message in (
         ({"inputs": {**STEP["inputs"], "data": "half"}}, "needs fields 'values' and 'shape'"),
         (
             {"inputs": {**STEP["inputs"], "data": {"values": "vals", "shape": "upd"}}},
             "a shape must be an array of integers, got array<float>",
         ),
-        # the step's error column would be written twice
-        ({}, "output column 'out_error' already exists"),
     ):
         with pytest.raises(SpecError, match=message):
             plan_job(schema, JobSpec.from_dict(_spec(**change)), keep_errors=True)

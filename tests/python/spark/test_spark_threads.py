@@ -13,8 +13,8 @@ import pytest
 from spark_helpers import list_array, pa, run_python, spark_env, write_parquet
 
 import scatterkit as sk
-from scatterkit.spark._pipeline import BatchPlan, apply_steps
 from scatterkit.spark.spec import JobSpec
+from scatterkit.spark.steps import BatchPlan, run_steps
 
 SPEC = {
     "row_id": "id",
@@ -64,13 +64,13 @@ def test_batch_in_a_process_forked_after_the_pool_started_does_not_hang():
     plan = BatchPlan(spec.steps, ("id", "out"), keep_errors=False, row_id="id")
     batch = _inputs(400).to_batches()[0]
     sk.set_num_threads(2)
-    want, _ = apply_steps(plan, batch)  # 400 rows x 32 KB: threads over rows, pool started
+    want = run_steps(plan, batch).batch  # 400 rows x 32 KB: threads over rows, pool started
     pid = os.fork()
     if pid == 0:  # the child: what a forked PySpark worker does with the batch
         code = 1
         try:
             sk.set_num_threads(2)
-            got, _ = apply_steps(plan, batch)
+            got = run_steps(plan, batch).batch
             code = 0 if got.equals(want) and sk.get_num_threads() == 1 else 2
         finally:
             os._exit(code)
@@ -100,9 +100,8 @@ import json, os, sys
 import numpy as np
 from pyspark.sql import functions as F
 from scatterkit.spark.session import build_session
-from scatterkit.spark.job import transform
+from scatterkit.spark.job import run_job
 from scatterkit.spark.spec import JobSpec
-from scatterkit.spark._stats import new_stats
 
 spark = build_session(master="local[2]", conf={{
     "spark.task.cpus": "2",
@@ -113,16 +112,16 @@ spark = build_session(master="local[2]", conf={{
     "spark.driver.memory": "1g",
     "spark.sql.execution.arrow.maxRecordsPerBatch": "100",
 }})
-df = spark.read.parquet({data!r})
 spec = JobSpec.from_dict(json.loads({spec!r}))
 report = {{}}
 for label, warm in [("cold", "0"), ("warm", "1"), ("warm-reused", "1")]:
     spark.sparkContext.environment["SK_WARM_POOL"] = warm  # a new daemon per environment
-    stats = new_stats(spark)
-    out = transform(df, spec, stats=stats)
-    rows = out.select("id", F.col("out.values")[0].alias("v")).collect()
-    report[label] = {{"rows": len(rows), "threads": sorted(stats.value["threads"]),
-                     "first": sorted(r.v for r in rows)[:3]}}
+    summary = run_job(spark, spec, {data!r}, os.path.join({tmp!r}, "out-" + label),
+                      engine="spark", progress=False)
+    written = spark.read.parquet(os.path.join({tmp!r}, "out-" + label))
+    first = sorted(r.v for r in written.select(F.col("out.values")[0].alias("v")).collect())
+    report[label] = {{"rows": summary.rows_out, "threads": summary.executor_threads,
+                     "first": first[:3]}}
 print("REPORT " + json.dumps(report))
 """
 
