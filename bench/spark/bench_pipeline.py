@@ -45,11 +45,8 @@ from pyspark.sql import functions as F
 
 import scatterkit as sk
 from scatterkit.spark import functions as skf
-from scatterkit.spark._stats import new_stats
-from scatterkit.spark._types import tensor_struct
-from scatterkit.spark.direct import resolve_paths
-from scatterkit.spark.job import _run_arrow as run_arrow
-from scatterkit.spark.job import transform
+from scatterkit.spark.element_types import tensor_struct
+from scatterkit.spark.job import _run as run_engine
 from scatterkit.spark.session import DEFAULT_CONF, build_session
 from scatterkit.spark.spec import JobSpec
 
@@ -127,27 +124,33 @@ def generate(size: Size, path: Path, seed: int = 0) -> Path:
 # --- the contenders: each runs the whole job, Parquet in and Parquet out ---------------
 
 
-def scatterkit_arrow(spark: SparkSession, path: Path, out: Path, stats) -> None:
+def _job(spark: SparkSession, path: Path, out: Path, engine: str) -> float:
+    """The job's engine alone (no summary): its tasks' seconds in scatterkit."""
     source = spark.read.parquet(str(path))
-    paths = resolve_paths(str(path), str(out))
-    run_arrow(spark, source, JobSpec.from_dict(SPEC), paths, "fail", "overwrite", stats)
+    spec = JobSpec.from_dict(SPEC)
+    found, _ = run_engine(spark, source, spec, str(path), str(out), "fail", True, engine)
+    return found.counts["python_us"] / 1e6
+
+
+def scatterkit_arrow(spark: SparkSession, path: Path, out: Path) -> float:
+    return _job(spark, path, out, "arrow")
 
 
 def _spark_write(df: DataFrame, out: Path) -> None:
     df.write.mode("overwrite").parquet(str(out))
 
 
-def scatterkit_spark(spark: SparkSession, path: Path, out: Path, stats) -> None:
-    df = spark.read.parquet(str(path))
-    _spark_write(transform(df, JobSpec.from_dict(SPEC), stats=stats), out)
+def scatterkit_spark(spark: SparkSession, path: Path, out: Path) -> float:
+    return _job(spark, path, out, "spark")
 
 
-def scatterkit_column(spark: SparkSession, path: Path, out: Path, stats) -> None:
+def scatterkit_column(spark: SparkSession, path: Path, out: Path) -> float:
     result = skf.scatter_elements_update("data", "indices", "updates", 0, reduction="sum")
     _spark_write(spark.read.parquet(str(path)).select("id", result.alias("result")), out)
+    return 0.0  # not counted
 
 
-def pandas_udf_numpy(spark: SparkSession, path: Path, out: Path, stats) -> None:
+def pandas_udf_numpy(spark: SparkSession, path: Path, out: Path) -> float:
     from pyspark.sql.functions import pandas_udf
 
     # pyspark's stubs leave StructType out of pandas_udf's return types; Spark accepts it.
@@ -167,9 +170,10 @@ def pandas_udf_numpy(spark: SparkSession, path: Path, out: Path, stats) -> None:
 
     df = spark.read.parquet(str(path))
     _spark_write(df.select("id", scatter_sum("data", "indices", "updates").alias("result")), out)
+    return 0.0  # not counted
 
 
-def identity_floor(spark: SparkSession, path: Path, out: Path, stats) -> None:
+def identity_floor(spark: SparkSession, path: Path, out: Path) -> float:
     df = spark.read.parquet(str(path))
     schema = df.select("id", F.col("data").alias("result")).schema
 
@@ -180,6 +184,7 @@ def identity_floor(spark: SparkSession, path: Path, out: Path, stats) -> None:
             )
 
     _spark_write(df.mapInArrow(identity, schema), out)
+    return 0.0  # not counted
 
 
 JOB_ARROW = "scatterkit job, arrow engine"
@@ -226,12 +231,11 @@ def measure(spark: SparkSession, path: Path, out: Path, run, repeat: int) -> tup
     """Median seconds of `repeat` runs after a warm-up, and scatterkit's task seconds."""
     times, python = [], []
     for attempt in range(repeat + 1):
-        stats = new_stats(spark)
         started = time.perf_counter()
-        run(spark, path, out, stats)
+        task_seconds = run(spark, path, out)
         if attempt:
             times.append(time.perf_counter() - started)
-            python.append(stats.value.get("python_ms", 0) / 1000)
+            python.append(task_seconds)
     return statistics.median(times), statistics.median(python)
 
 

@@ -1,9 +1,10 @@
 """A real standalone cluster on 127.0.0.1: the job runs with scatterkit shipped as an archive.
 
 A master and a worker are started with ``spark-class`` from the pip pyspark package (see
-standalone_cluster.py), the executor environment is packed with ``scatterkit-spark pack``, and the job is
-submitted through the CLI with ``--archive``. The executors must import scatterkit from the
-unpacked archive, not from the driver's site-packages, and the output must be right.
+standalone_cluster.py), the executor environment is packed with ``scatterkit-spark pack``,
+and the job is submitted through the CLI with ``--archive``. The executors must import
+scatterkit from the unpacked archive, not from the driver's site-packages, and the output
+must be right.
 """
 
 from __future__ import annotations

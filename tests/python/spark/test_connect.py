@@ -1,0 +1,172 @@
+"""Every public entry of scatterkit.spark through a real Spark Connect server.
+
+The server (spark-submit of SparkConnectServer from the pip package, local[2], 127.0.0.1,
+a free port, stopped by its process group id; see connect_server.py) has scatterkit in its
+workers' Python. Through it: the job on both engines, bad rows failing or kept, the CLI
+with its progress lines, the column functions, the demo, and ``$SPARK_REMOTE``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from connect_server import connect_server  # noqa: F401
+from spark_helpers import pa, pq, tensor_column, tensor_rows, write_parquet
+
+import scatterkit as sk
+from scatterkit.spark import functions as skf
+from scatterkit.spark.cli import main
+from scatterkit.spark.errors import JobFailed, RowError
+from scatterkit.spark.job import run_job
+from scatterkit.spark.progress import is_connect
+from scatterkit.spark.session import build_session
+from scatterkit.spark.spec import JobSpec
+
+pytestmark = pytest.mark.spark
+
+ROWS, BAD_ROW = 40, 13
+SPEC = {
+    "row_id": "uid",
+    "steps": [
+        {
+            "op": "ScatterElementsUpdate-12",
+            "attributes": {"axis": 0, "reduction": "mean", "use_init_val": False},
+            "inputs": {"data": "grid", "indices": "idx", "updates": "upd"},
+            "output": "means",
+        }
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def remote(connect_server):  # noqa: F811
+    """A Connect session on the module's server (the same one for every test here)."""
+    return build_session(remote=connect_server.url)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    rng = np.random.default_rng(21)
+    cols = {
+        "grid": [rng.random((8, 3)) for _ in range(ROWS)],
+        "idx": [rng.integers(0, 8, (5, 3)) for _ in range(ROWS)],
+        "upd": [rng.random((5, 3)) for _ in range(ROWS)],
+    }
+    cols["idx"][BAD_ROW][2, 1] = 8  # out of range
+    table = pa.table(
+        {"uid": pa.array(np.arange(ROWS) + 1000, pa.int64())}
+        | {name: tensor_column(values, values[0].dtype) for name, values in cols.items()}
+    )
+    return cols, write_parquet(tmp_path_factory.mktemp("connect") / "in", table, files=3)
+
+
+def _want(cols, r: int) -> np.ndarray:
+    return sk.scatter_elements_update(
+        cols["grid"][r], cols["idx"][r], cols["upd"][r], 0, reduction="mean", use_init_val=False
+    )
+
+
+def test_a_remote_session_is_a_spark_connect_session(remote, connect_server, monkeypatch):  # noqa: F811
+    assert is_connect(remote)
+    monkeypatch.setenv("SPARK_REMOTE", connect_server.url)  # as pyspark itself reads it
+    assert is_connect(build_session())
+    with pytest.raises(ValueError, match="not both"):
+        build_session(master="local[1]")
+    with pytest.raises(ValueError, match="starts with sc://"):
+        build_session(remote="spark://127.0.0.1:7077")
+
+
+@pytest.mark.parametrize("engine", ["arrow", "spark"])
+def test_the_job_runs_on_both_engines_and_keeps_bad_rows(remote, data, tmp_path, engine):
+    cols, source = data
+    out = tmp_path / "out"
+    summary = run_job(
+        remote, JobSpec.from_dict(SPEC), str(source), str(out),
+        on_error="keep", progress=False, engine=engine,
+    )  # fmt: skip
+    assert summary.engine == engine
+    assert summary.rows_in == summary.rows_out == ROWS
+    assert summary.errors == {"means": 1} and summary.batches >= 2
+    assert summary.executor_modules == [sk.__file__]  # the executors' own scatterkit
+    table = pq.read_table(out).sort_by("uid")
+    assert table.column("uid").to_pylist() == list(range(1000, 1000 + ROWS))
+    for r, got in enumerate(tensor_rows(table.column("means"))):
+        error = table.column("means")[r].as_py()["error"]
+        if r == BAD_ROW:
+            assert got is None and "index 8 is out of bounds" in error
+        else:
+            assert error is None and np.array_equal(got, _want(cols, r))
+    # Parts, their checksums (Spark's writer) and _SUCCESS: no temporary files.
+    rest = [p.name for p in out.iterdir() if not p.name.endswith((".parquet", ".crc"))]
+    assert rest == ["_SUCCESS"]
+
+
+@pytest.mark.parametrize("engine", ["arrow", "spark"])
+def test_a_failing_row_fails_the_job_naming_it_and_commits_nothing(remote, data, tmp_path, engine):
+    _, source = data
+    with pytest.raises(JobFailed, match=rf"failed for uid={1000 + BAD_ROW}: IndexError"):
+        run_job(
+            remote, JobSpec.from_dict(SPEC), str(source), str(tmp_path / "out"),
+            progress=False, engine=engine,
+        )  # fmt: skip
+    assert list(tmp_path.iterdir()) == []  # no output, no staging directory
+
+
+def test_the_cli_runs_on_the_server_with_progress_and_both_on_error_modes(
+    connect_server,  # noqa: F811
+    data,
+    tmp_path,
+    capsys,
+):
+    cols, source = data
+    spec = tmp_path / "job.json"
+    spec.write_text(json.dumps(SPEC))
+    common = ["run", "--remote", connect_server.url, "--spec", str(spec), "--input", str(source)]
+    assert main([*common, "--output", str(tmp_path / "a")]) == 1
+    err = capsys.readouterr().err
+    assert "job failed: step 1 (ScatterElementsUpdate-12 -> 'means') failed for " in err
+    assert f"uid={1000 + BAD_ROW}: IndexError" in err
+    assert main([*common, "--output", str(tmp_path / "b"), "--on-error", "keep"]) == 0
+    out = capsys.readouterr().out
+    assert "(through Spark Connect)" in out
+    assert "[job " in out and "tasks done" in out and "finished" in out  # the progress lines
+    assert f"rows      {ROWS} in, {ROWS} out" in out
+    assert "errors    1 row(s) kept with errors (per step: means: 1)" in out
+    table = pq.read_table(tmp_path / "b").sort_by("uid")
+    assert np.array_equal(tensor_rows(table.column("means"))[0], _want(cols, 0))
+
+
+def test_the_column_functions_run_through_the_server(remote, data):
+    cols, source = data
+    df = remote.read.parquet(str(source))
+    kept = df.select(
+        "uid",
+        skf.scatter_elements_update(
+            "grid", "idx", "upd", 0, reduction="mean", use_init_val=False,
+            dtype="double", on_error="keep",
+        ).alias("m"),
+    ).collect()  # fmt: skip
+    assert len(kept) == ROWS
+    for row in kept:
+        r = row.uid - 1000
+        if r == BAD_ROW:
+            assert row.m.values is None and "out of bounds" in row.m.error
+        else:
+            got = np.array(row.m.values).reshape(row.m.shape)
+            assert row.m.error is None and np.array_equal(got, _want(cols, r))
+    failing = df.select(skf.scatter_elements_update("grid", "idx", "upd", 0, dtype="double",
+                                                    row_id="uid"))  # fmt: skip
+    with pytest.raises(Exception, match=rf"{RowError.__name__}: .*row_id={1000 + BAD_ROW}"):
+        failing.collect()
+
+
+def test_the_demo_runs_through_the_server(connect_server, tmp_path, capsys):  # noqa: F811
+    code = main(
+        ["demo", "--remote", connect_server.url, "--rows", "300", "--sample", "40",
+         "--workdir", str(tmp_path)]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "(through Spark Connect)" in out and "bit for bit" in out
