@@ -11,6 +11,11 @@ implementation alike. Prints medians and writes RESULTS.md and results.png.
     python bench/compare.py --quick                # small shapes: a smoke run (results to /tmp)
     python bench/compare.py --workloads W2,W3 --threads 2 --repeats 5
     python bench/compare.py --baseline DIR --peers none   # A/B: this build against DIR's
+    python bench/compare.py --workloads H --out /tmp/h.md # the histogram sweep (issue 33)
+
+Family H (histograms at every table size) runs only when named in --workloads: 10M float32
+updates into 1-D tables of 4K to 128M bins, sum and max, int64 and int32 indices, uniform and
+skewed indices; every implementation writes into a preallocated output (scatterkit `out=`).
 
 Rows named "exact" run scatterkit with exact=True (the real sum rounded once), the peers with
 their usual sums, and scatterkit with exact=False beside them ("scatterkit inexact").
@@ -97,6 +102,12 @@ class Workload:
     dtype: str = "float32"
     index_dtype: str = "int64"
     exact: bool = False  # scatterkit with exact=True; peers run their usual (inexact) sums
+    bins: int = 0  # family H: the table size
+    skewed: bool = False  # family H: half of the indices in the first 1% of the bins
+    # Every implementation writes into an output allocated once (family H): scatterkit
+    # `out=` is the reference and the row's scatterkit time, PyTorch and NumPy copy data into
+    # their own preallocated output and run in place, ONNX Runtime binds its output (IOBinding).
+    preallocated: bool = False
 
 
 def canonical_workloads() -> list[Workload]:
@@ -121,6 +132,60 @@ def canonical_workloads() -> list[Workload]:
         Workload("W6 mean exact", "W6", "elements", "W6", reduction="mean", exact=True),
     ]
     return w
+
+
+# Family H (issue 33): the table sizes, 4K to 128M bins (16 KB to 512 MB of float32), and
+# the updates per histogram; --quick runs the two smallest sizes with few updates.
+HISTOGRAM_BINS = (1 << 12, 1 << 16, 1 << 20, 1 << 24, 1 << 27)
+HISTOGRAM_UPDATES = 10_000_000
+HISTOGRAM_QUICK_BINS = (1 << 12, 1 << 16)
+HISTOGRAM_QUICK_UPDATES = 100_000
+
+
+def bins_label(bins: int) -> str:
+    """4096 -> '4K', 1 << 20 -> '1M', 1 << 27 -> '128M'."""
+    for shift, unit in ((20, "M"), (10, "K")):
+        if bins >= 1 << shift and bins % (1 << shift) == 0:
+            return f"{bins >> shift}{unit}"
+    return str(bins)
+
+
+def histogram_workloads(bins_list: tuple[int, ...] = HISTOGRAM_BINS) -> list[Workload]:
+    """Family H: per table size and distribution, sum and max with int64 then int32 indices
+    (so that each size's arrays are made once per index type)."""
+    w = []
+    for bins in bins_list:
+        for skewed in (False, True):
+            dist = "skewed" if skewed else "uniform"
+            for index_dtype, short in (("int64", "i64"), ("int32", "i32")):
+                for red in ("sum", "max"):
+                    w.append(
+                        Workload(
+                            f"H {bins_label(bins)} {red} {short} {dist}",
+                            "H",
+                            "elements",
+                            f"H{bins}{dist[0]}",
+                            reduction=red,
+                            index_dtype=index_dtype,
+                            bins=bins,
+                            skewed=skewed,
+                            preallocated=True,
+                        )
+                    )
+    return w
+
+
+def histogram_indices(n: int, bins: int, skewed: bool, rng: np.random.Generator) -> np.ndarray:
+    """n int64 indices in [0, bins): uniform, or (skewed) half uniform in the first 1% of the
+    bins (bins // 100, at least 1) and half uniform in all of them, shuffled."""
+    if not skewed:
+        return rng.integers(0, bins, n, dtype=np.int64)
+    hot = max(1, bins // 100)
+    idx = np.concatenate(
+        [rng.integers(0, hot, n // 2, dtype=np.int64), rng.integers(0, bins, n - n // 2)]
+    )
+    rng.shuffle(idx)
+    return idx
 
 
 @dataclass
@@ -185,7 +250,20 @@ def rng_for(family: str, stream: int) -> np.random.Generator:
     return np.random.default_rng([SEED, int(family[1:]), stream])
 
 
+def make_histogram_case(w: Workload, quick: bool) -> Case:
+    """Family H: a table of zeros, the indices (the same values for int64 and int32) and
+    float32 updates in [0, 1). No duplicate mask: every H workload has a reduction."""
+    n = HISTOGRAM_QUICK_UPDATES if quick else HISTOGRAM_UPDATES
+    rng = np.random.default_rng([SEED, 33, w.bins, int(w.skewed)])
+    indices = histogram_indices(n, w.bins, w.skewed, rng).astype(w.index_dtype)
+    updates = np.random.default_rng([SEED, 33, 0]).random(n, dtype=np.float32)
+    data = np.zeros(w.bins, np.dtype(w.dtype))
+    return Case(data, indices, updates.astype(w.dtype, copy=False), 0, None, (indices,))
+
+
 def make_case(w: Workload, quick: bool) -> Case:
+    if w.group == "H":
+        return make_histogram_case(w, quick)
     s = family_shapes(w.family, quick)
     dtype, axis = np.dtype(w.dtype), s["axis"]
     data_shape = s["data"]
@@ -399,10 +477,14 @@ def sk_call(
 
 
 def setup_scatterkit(w: Workload, c: Case, threads: int, lib: Any = sk):
-    """What a user writes: a new array per call (in place: out=data)."""
+    """What a user writes: a new array per call (in place: out=data; on workloads where every
+    implementation writes into a preallocated output, out= one)."""
     if w.in_place:
         work = c.data.copy()
         return lambda: sk_call(w, c, work, work, lib=lib)
+    if w.preallocated:
+        dst = np.zeros_like(c.data)
+        return lambda: sk_call(w, c, c.data, dst, lib=lib)
     return lambda: sk_call(w, c, c.data, None, lib=lib)
 
 
@@ -459,6 +541,16 @@ def setup_numpy(w: Workload, c: Case, threads: int):
 
         return run_in_place
 
+    if w.preallocated:
+        dst = np.empty_like(c.data)
+
+        def run_into():
+            np.copyto(dst, c.data)
+            apply(dst)
+            return dst
+
+        return run_into
+
     def run():
         out = c.data.copy()
         apply(out)
@@ -508,6 +600,16 @@ def setup_torch(w: Workload, c: Case, threads: int):
             return work.numpy()
 
         return run_in_place
+
+    if w.preallocated:
+        dst = torch.empty_like(data)
+
+        def run_into():
+            dst.copy_(data)
+            apply(dst)
+            return dst.numpy()
+
+        return run_into
 
     def run():  # out of place: clone + in-place op, what a user writes
         t = data.clone()
@@ -578,6 +680,18 @@ def setup_ort(w: Workload, c: Case, threads: int):
     opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
     feeds = {"data": c.data, "indices": indices, "updates": updates}
+    if w.preallocated:  # the output bound once, written by every run
+        dst = np.empty_like(c.data)
+        binding = sess.io_binding()
+        for name, value in feeds.items():
+            binding.bind_cpu_input(name, value)
+        binding.bind_output("out", "cpu", 0, dst.dtype, list(dst.shape), dst.ctypes.data)
+
+        def run_into():
+            sess.run_with_iobinding(binding)
+            return dst
+
+        return run_into
     return lambda: sess.run(None, feeds)[0]
 
 
@@ -765,7 +879,7 @@ def measure_block(
         if c.fingerprint() != c.pristine:
             cell.note = "MUTATED its inputs"
             c.pristine = c.fingerprint()
-        if impl == "scatterkit":
+        if impl == reference_impl(w):
             ref["scatterkit"] = got
             cell.check = "reference"
         elif impl != "floor" and not cell.check:
@@ -794,6 +908,12 @@ def measure_block(
     gc.collect()
 
 
+def reference_impl(w: Workload) -> str:
+    """The scatterkit row every output is checked against, and the row's scatterkit time:
+    `scatterkit out=` where every implementation writes into a preallocated output."""
+    return "scatterkit out=" if w.preallocated else "scatterkit"
+
+
 def set_threads(n: int, peers: list[str]) -> None:
     sk.set_num_threads(n)
     if BASELINE is not None:  # its own copy of the thread setting
@@ -808,6 +928,8 @@ def run_workload(w, c, threads, peers, repeats, budget, sk_reference) -> dict[st
     cells: dict[str, Cell] = {}
     ref: dict[str, np.ndarray] = {}
     own = ["floor", "scatterkit", "scatterkit out="] + (["scatterkit inexact"] if w.exact else [])
+    if w.preallocated:  # scatterkit out= only: a new array per call is nobody's formulation here
+        own.remove("scatterkit")
     if BASELINE is not None:
         own.append("baseline")
     serial = c.data.nbytes + c.updates.nbytes > SERIAL_PEER_BYTES
@@ -824,7 +946,7 @@ def run_workload(w, c, threads, peers, repeats, budget, sk_reference) -> dict[st
         first = sk_reference.setdefault(w.name, (threads, mine))
         if first[0] != threads:
             same = np.array_equal(first[1], mine, equal_nan=True)
-            cells["scatterkit"].check = (
+            cells[reference_impl(w)].check = (
                 f"reference; same bits as at {first[0]} thread(s)"
                 if same
                 else f"MISMATCH: other bits than at {first[0]} thread(s)"
@@ -873,6 +995,11 @@ class Row:
         cell = self.cells.get(impl)
         return cell.median if cell else None
 
+    @property
+    def sk_impl(self) -> str:
+        """The scatterkit row this row's ratios use (reference_impl)."""
+        return reference_impl(self.workload)
+
     def best_peer(self) -> tuple[str | None, float | None]:
         times = {p: t for p in PEERS if (t := self.median(p)) is not None}
         if not times:
@@ -890,7 +1017,7 @@ def summary_table(rows: list[Row]) -> str:
     headers += ["out=/floor", "sk/best peer", "best peer", *(f"{p} ms" for p in PEERS)]
     out = []
     for row in rows:
-        sk_t, floor = row.median("scatterkit"), row.median("floor")
+        sk_t, floor = row.median(row.sk_impl), row.median("floor")
         best_name, best = row.best_peer()
         peer_ms = []
         for p in PEERS:
@@ -904,7 +1031,7 @@ def summary_table(rows: list[Row]) -> str:
                 row.workload.name,
                 str(row.threads),
                 fmt_ms(floor),
-                fmt_ms(sk_t),
+                fmt_ms(row.median("scatterkit")),
                 fmt_ms(row.median("scatterkit out=")),
                 "n/a" if sk_t is None else f"{row.traffic / sk_t / 1e9:.2f}",
                 fmt_ratio(ratio(sk_t, floor)),
@@ -975,6 +1102,80 @@ def exact_table(rows: list[Row]) -> str:
     return markdown_table(headers, out) if out else ""
 
 
+def last_level_cache_bytes() -> int | None:
+    """The size of cpu0's largest data or unified cache (sysfs), None when unknown."""
+    best = None
+    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            if (index / "type").read_text().strip() == "Instruction":
+                continue
+            text = (index / "size").read_text().strip()
+        except OSError:
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        try:
+            size = int(text.rstrip("KMG")) * scale
+        except ValueError:
+            continue
+        best = size if best is None else max(best, size)
+    return best
+
+
+def histogram_table(rows: list[Row], llc: int | None = None) -> str:
+    """Family H: scatterkit (`out=`) against the fastest peer per row, and each skewed row
+    against scatterkit's own time on the uniform indices of the same size, reduction, index
+    type and thread count. `target` is issue 33's bound on sk/best peer: 0.5 for tables
+    larger than the last-level cache (`llc` bytes), else 0.8; `skew target` is 1.2."""
+    hist = [r for r in rows if r.workload.group == "H"]
+    if not hist:
+        return ""
+
+    def key(row: Row) -> tuple[int, str, str, int]:
+        return (row.workload.bins, row.workload.reduction, row.workload.index_dtype, row.threads)
+
+    uniform = {key(r): r.median(r.sk_impl) for r in hist if not r.workload.skewed}
+    headers = ["bins", "red", "index", "indices", "thr", "memcpy ms", "sk out= ms"]
+    headers += ["best peer ms", "best peer", "sk/best peer", "target", "met"]
+    headers += ["skewed/uniform", *(f"{p} ms" for p in PEERS)]
+    out = []
+    for row in hist:
+        w = row.workload
+        sk_t = row.median(row.sk_impl)
+        best_name, best = row.best_peer()
+        r = ratio(sk_t, best)
+        target = 0.5 if llc is not None and w.bins * np.dtype(w.dtype).itemsize > llc else 0.8
+        skew = ""
+        if w.skewed:
+            own = ratio(sk_t, uniform.get(key(row)))
+            skew = fmt_ratio(own) + ("" if own is None or own <= 1.2 else " (>1.2)")
+        peer_ms = []
+        for p in PEERS:
+            cell = row.cells.get(p)
+            text = fmt_ms(cell.median if cell else None)
+            if cell and cell.note.startswith("1 thread"):
+                text += " †"
+            peer_ms.append(text)
+        out.append(
+            [
+                f"{w.bins:,}",
+                w.reduction,
+                "i64" if w.index_dtype == "int64" else "i32",
+                "skewed" if w.skewed else "uniform",
+                str(row.threads),
+                fmt_ms(row.median("floor")),
+                fmt_ms(sk_t),
+                fmt_ms(best),
+                best_name or "n/a",
+                fmt_ratio(r),
+                f"{target:g}",
+                "n/a" if r is None else ("yes" if r <= target else "no"),
+                skew,
+                *peer_ms,
+            ]
+        )
+    return markdown_table(headers, out)
+
+
 def geomean(values: list[float]) -> float | None:
     """The geometric mean of positive ratios; None for none."""
     return statistics.geometric_mean(values) if values else None
@@ -994,7 +1195,7 @@ def baseline_table(rows: list[Row]) -> str:
         cell = row.cells.get("baseline")
         if cell is None:
             continue
-        sk_t, base = row.median("scatterkit"), cell.median
+        sk_t, base = row.median(row.sk_impl), cell.median
         r = ratio(sk_t, base)
         if r is not None:
             ratios.setdefault(row.threads, []).append(r)
@@ -1157,6 +1358,24 @@ def plot(rows: list[Row], threads: list[int], path: Path) -> str:
     return ""
 
 
+# Sections of the results file written by hand (notes on runs of their own): a run that
+# rewrites the file keeps them, at its end.
+KEPT_SECTIONS = ("## Histograms at every table size",)
+
+
+def kept_sections(text: str) -> str:
+    """The KEPT_SECTIONS of a results file: each from its heading to the next '## ' heading
+    (or the end), in file order; '' when there is none."""
+    kept: list[str] = []
+    keeping = False
+    for line in text.splitlines():
+        if line.startswith("## "):
+            keeping = any(line.startswith(h) for h in KEPT_SECTIONS)
+        if keeping:
+            kept.append(line)
+    return "\n".join(kept).strip("\n")
+
+
 def write_results(path: Path, rows, args, peers, missing, started, elapsed, load, rss) -> str:
     versions = package_versions()
     info = machine_info()
@@ -1230,6 +1449,22 @@ def write_results(path: Path, rows, args, peers, missing, started, elapsed, load
             exact,
             "",
         ]
+    hist = histogram_table(rows, last_level_cache_bytes())
+    if hist:
+        lines += [
+            "## Histograms (H)",
+            "",
+            "Family H (issue 33): every implementation writes into a preallocated output",
+            "(scatterkit `out=`, PyTorch and NumPy copy data into theirs and run in place, ONNX",
+            "Runtime through IOBinding, OpenVINO into its reused output); `memcpy` is the floor,",
+            "a copy of the table. `sk/best peer` is scatterkit's median over the fastest peer's",
+            "from the same rounds; `target` is issue 33's bound (0.5 for tables larger than the",
+            "last-level cache, else 0.8); `skewed/uniform` is scatterkit's skewed time over its",
+            "own uniform time (target 1.2).",
+            "",
+            hist,
+            "",
+        ]
     lines += [
         "## Correctness",
         "",
@@ -1244,6 +1479,9 @@ def write_results(path: Path, rows, args, peers, missing, started, elapsed, load
     ]
     lines += ["Disagreements:", ""] + [f"- {p}" for p in bad] if bad else ["No disagreement found."]
     lines += ["", "## All implementations", "", detail_table(rows), ""]
+    kept = kept_sections(path.read_text(encoding="utf-8")) if path.is_file() else ""
+    if kept:
+        lines += [kept]
     path.write_text("\n".join(lines) + "\n")
     return "\n".join(lines)
 
@@ -1254,7 +1492,17 @@ def write_results(path: Path, rows, args, peers, missing, started, elapsed, load
 def main(argv: list[str] | None = None) -> int:
     global BASELINE, BASELINE_BUILD
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workloads", default="", help="e.g. W1,W3 (default: all)")
+    parser.add_argument(
+        "--workloads",
+        default="",
+        help="e.g. W1,W3 (default: W1-W6); H, the histogram sweep, only when named",
+    )
+    parser.add_argument(
+        "--histogram-bins",
+        default="",
+        help="table sizes of family H, e.g. 4096,1048576 (default: 4K, 64K, 1M, 16M, 128M; "
+        "with --quick: 4K, 64K)",
+    )
     parser.add_argument("--threads", default="1,2", help="thread counts (default: 1,2)")
     parser.add_argument("--repeats", type=int, default=25, help="timed repeats (default: 25)")
     parser.add_argument(
@@ -1312,6 +1560,16 @@ def main(argv: list[str] | None = None) -> int:
     threads = [int(t) for t in args.threads.split(",") if t]
     groups = {g.strip().upper() for g in args.workloads.split(",") if g.strip()}
     workloads = [w for w in canonical_workloads() if not groups or w.group in groups]
+    if "H" in groups:
+        bins = HISTOGRAM_QUICK_BINS if args.quick else HISTOGRAM_BINS
+        if args.histogram_bins:
+            try:
+                bins = tuple(int(b) for b in args.histogram_bins.split(",") if b.strip())
+            except ValueError:
+                parser.error(f"--histogram-bins: not integers: {args.histogram_bins!r}")
+            if not bins or min(bins) < 1:
+                parser.error(f"--histogram-bins: sizes must be >= 1: {args.histogram_bins!r}")
+        workloads += histogram_workloads(bins)
     if not workloads:
         parser.error(f"no workload matches {args.workloads!r}")
     peers, missing = available_peers(wanted_peers)
@@ -1356,7 +1614,7 @@ def main(argv: list[str] | None = None) -> int:
             row = Row(w, t, cells, traffic)
             rows.append(row)
             best_name, best = row.best_peer()
-            sk_t, floor = row.median("scatterkit"), row.median("floor")
+            sk_t, floor = row.median(row.sk_impl), row.median("floor")
             versus = (
                 f", sk/baseline {fmt_ratio(ratio(sk_t, row.median('baseline')))}"
                 if BASELINE is not None
@@ -1391,6 +1649,11 @@ def main(argv: list[str] | None = None) -> int:
     if exact:
         print()
         print(exact)
+    hist = histogram_table(rows, last_level_cache_bytes())
+    if hist:
+        print()
+        print("Histograms (H): scatterkit out= / fastest peer")
+        print(hist)
     bad = problems(rows)
     print()
     print("Disagreements:\n" + "\n".join(f"  {p}" for p in bad) if bad else "No disagreement.")

@@ -137,7 +137,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .job import JobFailed, run_job
     from .spec import JobSpec, SpecError
 
     try:
@@ -148,12 +147,24 @@ def _run(args: argparse.Namespace) -> int:
     if args.summary_json and not os.path.isdir(os.path.dirname(os.path.abspath(args.summary_json))):
         print(f"{PROG}: no directory for --summary-json {args.summary_json!r}", file=sys.stderr)
         return 2
-    from pyspark.errors import AnalysisException, PySparkException
 
     spark = _start_spark(args)
     if spark is None:
         return 2
+    from .session import end_session
+
+    try:
+        return _run_on(spark, spec, args)
+    finally:
+        end_session(spark)
+
+
+def _run_on(spark: Any, spec: Any, args: argparse.Namespace) -> int:
+    from pyspark.errors import AnalysisException, PySparkException
+
+    from .job import JobFailed, run_job
     from .session import where_it_runs
+    from .spec import SpecError
 
     print(f"{PROG} run: {len(spec.steps)} step(s) on {where_it_runs(spark)}", flush=True)
     try:

@@ -23,7 +23,7 @@ import scatterkit as sk
 
 from .demo_data import BUCKETS, HOURS, SERIES, DemoData, generate
 from .job import run_job
-from .session import build_session, where_it_runs
+from .session import build_session, end_session, where_it_runs
 from .spec import JobSpec
 
 
@@ -152,6 +152,7 @@ def run_demo(
         raise ValueError(f"sample must be at least 0, got {sample}")
     started = time.perf_counter()
     root = workdir or tempfile.mkdtemp(prefix="scatterkit-demo-")
+    spark = None
     input_path, output_path = os.path.join(root, "input"), os.path.join(root, "output")
     try:
         print(f"scatterkit-spark demo: {rows:,} users, {len(DEMO_SPEC['steps'])} steps")
@@ -197,5 +198,6 @@ def run_demo(
         print(f"demo done in {time.perf_counter() - started:.1f} s")
         return 1 if problems else 0
     finally:
+        end_session(spark)
         if workdir is None:
             shutil.rmtree(root, ignore_errors=True)

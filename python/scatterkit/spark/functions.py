@@ -28,7 +28,7 @@ from pyspark.sql import functions as F
 from .element_types import numpy_dtype, spark_name, tensor_struct
 from .errors import RowError
 from .spec import OPS, Step, TensorInput, check_constant
-from .steps import BatchPlan, configure_threads, dry_run, run_steps
+from .steps import ON_ERROR, BatchPlan, configure_threads, dry_run, run_steps
 
 ColumnOrName = Union[Column, str]
 
@@ -130,8 +130,8 @@ def apply_op(
     """
     if op not in OPS:
         raise ValueError(f"unknown op {op!r}; expected one of {sorted(OPS)}")
-    if on_error not in ("fail", "keep"):
-        raise ValueError(f"on_error must be 'fail' or 'keep', got {on_error!r}")
+    if on_error not in ON_ERROR:
+        raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
     info = OPS[op]
     if len(inputs) != len(info.inputs) - 1:
         raise TypeError(

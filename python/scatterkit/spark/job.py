@@ -23,11 +23,10 @@ from .plan import plan_job
 from .progress import Progress
 from .spec import JobSpec
 from .stats import TaskStats
-from .steps import BatchPlan
+from .steps import ON_ERROR, BatchPlan
 from .storage import locate, tree_bytes
 from .summary import JobSummary
 
-ON_ERROR = ("fail", "keep")
 ENGINES = ("auto", "arrow", "spark")
 
 __all__ = ["ENGINES", "ON_ERROR", "JobFailed", "run_job", "transform"]

@@ -157,7 +157,9 @@ def _connect(url: str, conf: Mapping[str, str], app_name: str) -> SparkSession:
     builder = SparkSession.builder.remote(url).appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    # A new session: getOrCreate would return any earlier Connect session of this process,
+    # whatever server it talks to.
+    return builder.create()
 
 
 def where_it_runs(spark: SparkSession) -> str:
@@ -167,3 +169,12 @@ def where_it_runs(spark: SparkSession) -> str:
     if is_connect(spark):
         return f"{spark.conf.get('spark.master', '?')} (through Spark Connect)"
     return str(spark.sparkContext.master)
+
+
+def end_session(spark: SparkSession | None) -> None:
+    """Releases a Spark Connect session on its server (a classic session is left running:
+    getOrCreate shares it with the rest of the process, and it ends with the process)."""
+    from .progress import is_connect
+
+    if spark is not None and is_connect(spark):
+        spark.stop()

@@ -26,6 +26,7 @@ from .stats import NAMES as STATS_NAMES
 from .stats import TaskStats
 from .tensors import TensorRows, constant_rows, read_split, read_tensor, tensor_array
 
+ON_ERROR = ("fail", "keep")  # what a bad row does: stop everything, or keep its message
 FILE_COLUMN = "__scatterkit_file"  # hidden: where a row comes from, for error messages
 ROW_COLUMN = "__scatterkit_row"
 

@@ -9,6 +9,8 @@ with its progress lines, the column functions, the demo, and ``$SPARK_REMOTE``.
 from __future__ import annotations
 
 import json
+import os
+import time
 
 import numpy as np
 import pytest
@@ -43,7 +45,9 @@ SPEC = {
 @pytest.fixture(scope="module")
 def remote(connect_server):  # noqa: F811
     """A Connect session on the module's server (the same one for every test here)."""
-    return build_session(remote=connect_server.url)
+    session = build_session(remote=connect_server.url)
+    yield session
+    session.stop()
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +75,10 @@ def _want(cols, r: int) -> np.ndarray:
 def test_a_remote_session_is_a_spark_connect_session(remote, connect_server, monkeypatch):  # noqa: F811
     assert is_connect(remote)
     monkeypatch.setenv("SPARK_REMOTE", connect_server.url)  # as pyspark itself reads it
-    assert is_connect(build_session())
+    from_environment = build_session()
+    assert is_connect(from_environment) and from_environment is not remote
+    assert from_environment.range(3).count() == 3
+    from_environment.stop()
     with pytest.raises(ValueError, match="not both"):
         build_session(master="local[1]")
     with pytest.raises(ValueError, match="starts with sc://"):
@@ -170,3 +177,18 @@ def test_the_demo_runs_through_the_server(connect_server, tmp_path, capsys):  # 
     out = capsys.readouterr().out
     assert code == 0, out
     assert "(through Spark Connect)" in out and "bit for bit" in out
+
+
+def test_stopping_the_server_ends_its_whole_process_group(remote, connect_server):  # noqa: F811
+    # Last in this module: the fixtures' own stop() calls are then no-ops.
+    remote.stop()  # first the session, which would otherwise retry a server that is gone
+    connect_server.stop()
+    assert connect_server.process.poll() is not None
+    deadline = time.monotonic() + 10
+    while True:  # the group's other members (Python workers) may take a moment
+        try:
+            os.killpg(connect_server.pid, 0)
+        except ProcessLookupError:
+            break
+        assert time.monotonic() < deadline, "processes of the server's group are still alive"
+        time.sleep(0.1)

@@ -128,3 +128,47 @@ def test_on_workers_puts_an_archive_directory_on_sys_path(spark, wheel, tmp_path
     out, module = _run(spark, on_workers(_scatter(), path="wheel"))
     assert out == [4.0, 6.0, 8.0, 10.0]
     assert module.endswith("/wheel/scatterkit/__init__.py")
+
+
+def test_the_job_runs_on_bare_workers_with_ship_library(server, tmp_path, capsys):
+    import json
+
+    from spark_helpers import tensor_column, write_parquet
+
+    from scatterkit.spark.cli import main
+
+    rng = np.random.default_rng(3)
+    idx = [rng.integers(0, 6, 9) for _ in range(12)]
+    upd = [rng.random(9) for _ in range(12)]
+    table = pa.table(
+        {
+            "id": pa.array(range(12)),
+            "i": tensor_column(idx, np.int64),
+            "u": tensor_column(upd, np.float64),
+        }
+    )
+    source = write_parquet(tmp_path / "in", table, files=2)
+    step = {
+        "op": "ScatterElementsUpdate-12",
+        "attributes": {"axis": 0, "reduction": "sum", "exact": True},
+        "inputs": {
+            "data": {"fill": 0, "shape": [6], "dtype": "double"},
+            "indices": "i",
+            "updates": "u",
+        },
+        "output": "h",
+    }
+    spec = tmp_path / "job.json"
+    spec.write_text(json.dumps({"row_id": "id", "steps": [step]}))
+    summary = tmp_path / "summary.json"
+    args = ["run", "--remote", server.url, "--ship-library", "--spec", str(spec), "--quiet"]
+    args += ["--input", str(source), "--output", str(tmp_path / "out")]
+    assert main([*args, "--summary-json", str(summary)]) == 0, capsys.readouterr().err
+    modules = json.loads(summary.read_text())["executor_modules"]
+    assert modules and all("site-packages" not in m for m in modules)  # the shipped copy
+    got = pa.parquet.read_table(tmp_path / "out").sort_by("id").column("h").to_pylist()
+    for r, row in enumerate(got):
+        want = sk.scatter_elements_update(
+            np.zeros(6), idx[r], upd[r], 0, reduction="sum", exact=True
+        )
+        assert np.array_equal(np.array(row["values"]), want)

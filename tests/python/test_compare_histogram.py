@@ -1,0 +1,137 @@
+"""bench/compare.py family H (issue 33): the histogram sweep's workloads, indices, table and
+the hand-written results section a rewrite of RESULTS.md keeps. One subprocess runs
+`--quick --workloads H` on one table size."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = importlib.util.spec_from_file_location(
+    "scatterkit_bench_compare_h", ROOT / "bench/compare.py"
+)
+assert SPEC is not None and SPEC.loader is not None
+compare = importlib.util.module_from_spec(SPEC)
+sys.modules[SPEC.name] = compare  # dataclasses look their module up
+SPEC.loader.exec_module(compare)
+
+
+def test_histogram_workloads():
+    w = compare.histogram_workloads()
+    assert len(w) == 5 * 2 * 2 * 2  # sizes x distributions x index types x reductions
+    assert {x.bins for x in w} == set(compare.HISTOGRAM_BINS)
+    assert all(x.group == "H" and x.preallocated and x.reduction in ("sum", "max") for x in w)
+    assert len({x.name for x in w}) == len(w)
+    assert compare.histogram_workloads((4096,))[0].name == "H 4K sum i64 uniform"
+    # H runs only when named: the default selection is W1-W6
+    assert all(x.group != "H" for x in compare.canonical_workloads())
+    assert [compare.bins_label(b) for b in compare.HISTOGRAM_BINS] == [
+        "4K",
+        "64K",
+        "1M",
+        "16M",
+        "128M",
+    ]
+    assert compare.bins_label(1000) == "1000"
+
+
+def test_histogram_indices():
+    rng = np.random.default_rng(0)
+    n, bins = 200_000, 65_536
+    skewed = compare.histogram_indices(n, bins, True, rng)
+    assert skewed.dtype == np.int64 and skewed.min() >= 0 and skewed.max() < bins
+    hot = np.count_nonzero(skewed < bins // 100) / n
+    assert 0.5 < hot < 0.52  # half, plus the uniform half's 1%
+    assert np.count_nonzero(skewed[: n // 2] < bins // 100) / (n // 2) < 0.55  # shuffled
+    uniform = compare.histogram_indices(n, bins, False, rng)
+    assert abs(np.count_nonzero(uniform < bins // 100) / n - 0.01) < 0.002
+    assert compare.histogram_indices(10, 50, True, rng).max() < 50  # 1% of 50 bins: 1 bin
+
+
+def test_histogram_case_same_values_for_both_index_types():
+    w64, w32 = (
+        compare.Workload(
+            "H",
+            "H",
+            "elements",
+            "H4096s",
+            "sum",
+            index_dtype=t,
+            bins=4096,
+            skewed=True,
+            preallocated=True,
+        )
+        for t in ("int64", "int32")
+    )
+    a, b = compare.make_case(w64, True), compare.make_case(w32, True)
+    assert a.indices.dtype == np.int64 and b.indices.dtype == np.int32
+    assert np.array_equal(a.indices, b.indices) and np.array_equal(a.updates, b.updates)
+    assert a.data.shape == (4096,) and not a.data.any()
+    assert a.indices.size == compare.HISTOGRAM_QUICK_UPDATES
+
+
+def test_histogram_table():
+    cell = compare.Cell
+
+    def row(bins, skewed, threads, sk_ms, peer_ms):
+        w = compare.Workload(
+            "H", "H", "elements", "H", "sum", bins=bins, skewed=skewed, preallocated=True
+        )
+        cells = {
+            "floor": cell([0.001]),
+            "scatterkit out=": cell([sk_ms / 1e3]),
+            "PyTorch": cell([peer_ms / 1e3]),
+            "NumPy": cell([2 * peer_ms / 1e3]),
+        }
+        return compare.Row(w, threads, cells, 1)
+
+    rows = [row(4096, False, 1, 8, 10), row(4096, True, 1, 10, 10), row(1 << 27, False, 1, 6, 10)]
+    text = compare.histogram_table(rows, llc=32 << 20)
+    lines = text.splitlines()
+    assert len(lines) == 2 + 3
+    cols = [c.strip() for c in lines[2].split("|")[1:-1]]
+    head = [c.strip() for c in lines[0].split("|")[1:-1]]
+    got = dict(zip(head, cols))
+    assert got["sk/best peer"] == "0.800" and got["best peer"] == "PyTorch"
+    assert got["target"] == "0.8" and got["met"] == "yes" and got["skewed/uniform"] == ""
+    got = dict(zip(head, [c.strip() for c in lines[3].split("|")[1:-1]]))
+    assert got["skewed/uniform"] == "1.250 (>1.2)" and got["met"] == "no"
+    got = dict(zip(head, [c.strip() for c in lines[4].split("|")[1:-1]]))
+    assert got["target"] == "0.5" and got["met"] == "no"  # 512 MB > 32 MB
+    assert compare.histogram_table([]) == ""
+
+
+def test_kept_sections():
+    text = "\n".join(
+        [
+            "# results",
+            "## Summary",
+            "table",
+            "## Histograms at every table size",
+            "note",
+            "### sub",
+            "more",
+            "## All implementations",
+            "rows",
+        ]
+    )
+    assert compare.kept_sections(text) == "## Histograms at every table size\nnote\n### sub\nmore"
+    assert compare.kept_sections("# results\n## Summary\n") == ""
+
+
+def test_quick_histogram_run(tmp_path):
+    out = tmp_path / "RESULTS.md"
+    out.write_text("# old\n\n## Histograms at every table size\n\nhand-written\n")
+    cmd = [sys.executable, str(ROOT / "bench/compare.py"), "--quick", "--workloads", "H"]
+    cmd += ["--histogram-bins", "4096", "--threads", "1", "--repeats", "3", "--peers", "NumPy"]
+    cmd += ["--out", str(out)]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    text = out.read_text()
+    assert "## Histograms (H)" in text and "H 4K max i32 skewed" in text
+    assert text.rstrip().endswith("## Histograms at every table size\n\nhand-written")
