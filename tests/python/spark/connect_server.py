@@ -25,6 +25,7 @@ from spark_helpers import free_port, spark_env
 
 STARTUP_TIMEOUT = 180.0  # seconds for the server to say it has started
 STOP_TIMEOUT = 20.0  # seconds between SIGTERM and SIGKILL
+_CONNECT_MARKS = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE")
 _STARTED = "Spark Connect server started"
 _TAIL_LINES = 200  # of the log, shown when a test of the module failed
 
@@ -129,13 +130,23 @@ def serve(request: pytest.FixtureRequest, root: Path, **kwargs: Any) -> Iterator
     `kwargs` go to `start_connect_server`. If a test failed meanwhile (in the fixture's
     scope), the last lines of the server's log are printed to stderr on teardown
     (past pytest's capture; the log itself stays in pytest's temporary directory).
+
+    A Spark Connect session marks the whole process as Connect-only (pyspark sets
+    ``SPARK_CONNECT_MODE_ENABLED``, and a classic session then cannot start): the marks
+    are taken back on teardown, so that the later modules' classic sessions start.
     """
     failed_before = request.session.testsfailed
+    marks = {name: os.environ.get(name) for name in _CONNECT_MARKS}
     server = start_connect_server(root, **kwargs)
     try:
         yield server
     finally:
         server.stop()
+        for name, value in marks.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         if request.session.testsfailed > failed_before:
             _show(request, f"\n--- last {_TAIL_LINES} lines of {server.log} ---\n")
             _show(request, log_tail(server.log))
