@@ -8,6 +8,7 @@ session and a Spark Connect session run the same code.
 
 from __future__ import annotations
 
+import os
 import time
 from contextlib import nullcontext
 
@@ -20,7 +21,7 @@ from .engine_arrow import ArrowPaths, resolve_paths, run_arrow_job
 from .engine_spark import run_spark_job, steps_frame
 from .errors import EngineUnavailable, JobFailed, row_error_message
 from .plan import plan_job
-from .progress import Progress
+from .progress import Progress, is_connect
 from .spec import JobSpec
 from .stats import TaskStats
 from .steps import ON_ERROR, BatchPlan
@@ -71,6 +72,14 @@ def choose_engine(engine: str, input_path: str, output_path: str) -> ArrowPaths 
         if engine == "arrow":
             raise ValueError(f"the arrow engine cannot run this job: {exc}") from None
         return None
+
+
+def _from_here(path: str) -> str:
+    """A relative local path made absolute here: a Spark Connect server would resolve it
+    against its own working directory, which its clients neither know nor choose."""
+    if "://" in path or path.startswith("file:") or os.path.isabs(path):
+        return path
+    return os.path.abspath(path)
 
 
 def _path_bytes(spark: SparkSession, path: str) -> int | None:
@@ -145,6 +154,8 @@ def run_job(
     """
     if mode not in ("errorifexists", "overwrite"):
         raise ValueError(f"mode must be 'errorifexists' or 'overwrite', got {mode!r}")
+    if is_connect(spark):
+        input_path, output_path = _from_here(input_path), _from_here(output_path)
     source = spark.read.parquet(input_path)
     started = time.perf_counter()
     overwrite = mode == "overwrite"
