@@ -192,3 +192,13 @@ def test_stopping_the_server_ends_its_whole_process_group(remote, connect_server
             break
         assert time.monotonic() < deadline, "processes of the server's group are still alive"
         time.sleep(0.1)
+
+
+def test_relative_paths_are_the_clients_not_the_servers(tmp_path, monkeypatch):
+    # A Connect server resolves a relative path against its own working directory.
+    from scatterkit.spark.job import _from_here
+
+    monkeypatch.chdir(tmp_path)
+    assert _from_here("in/part") == str(tmp_path / "in" / "part")
+    for kept in ("/data/in", "file:/data/in", "s3://bucket/in", "hdfs:///in"):
+        assert _from_here(kept) == kept
