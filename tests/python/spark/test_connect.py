@@ -180,7 +180,7 @@ def test_the_demo_runs_through_the_server(connect_server, tmp_path, capsys):  # 
 
 
 def test_stopping_the_server_ends_its_whole_process_group(remote, connect_server):  # noqa: F811
-    # Last in this module: the fixtures' own stop() calls are then no-ops.
+    # After every test that uses the server: the fixtures' own stop() calls are then no-ops.
     remote.stop()  # first the session, which would otherwise retry a server that is gone
     connect_server.stop()
     assert connect_server.process.poll() is not None
