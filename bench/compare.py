@@ -1012,6 +1012,18 @@ def ratio(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a / b
 
 
+def peer_cells(row: Row) -> list[str]:
+    """Each peer's median in ms, marked † where the peer ran on one thread only."""
+    cells = []
+    for p in PEERS:
+        cell = row.cells.get(p)
+        text = fmt_ms(cell.median if cell else None)
+        if cell and cell.note.startswith("1 thread"):
+            text += " †"
+        cells.append(text)
+    return cells
+
+
 def summary_table(rows: list[Row]) -> str:
     headers = ["workload", "thr", "floor ms", "sk ms", "sk out= ms", "sk GB/s", "sk/floor"]
     headers += ["out=/floor", "sk/best peer", "best peer", *(f"{p} ms" for p in PEERS)]
@@ -1019,13 +1031,7 @@ def summary_table(rows: list[Row]) -> str:
     for row in rows:
         sk_t, floor = row.median(row.sk_impl), row.median("floor")
         best_name, best = row.best_peer()
-        peer_ms = []
-        for p in PEERS:
-            cell = row.cells.get(p)
-            text = fmt_ms(cell.median if cell else None)
-            if cell and cell.note.startswith("1 thread"):
-                text += " †"
-            peer_ms.append(text)
+        peer_ms = peer_cells(row)
         out.append(
             [
                 row.workload.name,
@@ -1148,13 +1154,7 @@ def histogram_table(rows: list[Row], llc: int | None = None) -> str:
         if w.skewed:
             own = ratio(sk_t, uniform.get(key(row)))
             skew = fmt_ratio(own) + ("" if own is None or own <= 1.2 else " (>1.2)")
-        peer_ms = []
-        for p in PEERS:
-            cell = row.cells.get(p)
-            text = fmt_ms(cell.median if cell else None)
-            if cell and cell.note.startswith("1 thread"):
-                text += " †"
-            peer_ms.append(text)
+        peer_ms = peer_cells(row)
         out.append(
             [
                 f"{w.bins:,}",

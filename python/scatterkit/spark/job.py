@@ -60,6 +60,12 @@ def transform(
     return steps_frame(df, plan, schema, columns)
 
 
+def _fall_back_unless_asked(engine: str, exc: EngineUnavailable) -> None:
+    """``engine="auto"`` falls back to the Spark engine; ``"arrow"`` was asked for: an error."""
+    if engine == "arrow":
+        raise ValueError(f"the arrow engine cannot run this job: {exc}") from None
+
+
 def choose_engine(engine: str, input_path: str, output_path: str) -> ArrowPaths | None:
     """The Arrow engine's paths, or None to run through Spark SQL."""
     if engine not in ENGINES:
@@ -69,8 +75,7 @@ def choose_engine(engine: str, input_path: str, output_path: str) -> ArrowPaths 
     try:
         return resolve_paths(input_path, output_path)
     except EngineUnavailable as exc:
-        if engine == "arrow":
-            raise ValueError(f"the arrow engine cannot run this job: {exc}") from None
+        _fall_back_unless_asked(engine, exc)
         return None
 
 
@@ -119,8 +124,7 @@ def _run(
             )
             return found, "arrow"
         except EngineUnavailable as exc:  # found on the cluster: partition directories, ...
-            if engine == "arrow":
-                raise ValueError(f"the arrow engine cannot run this job: {exc}") from None
+            _fall_back_unless_asked(engine, exc)
     found = run_spark_job(
         spark, source, plan, schema, columns, input_path, output_path, overwrite=overwrite
     )
