@@ -1,0 +1,327 @@
+"""Executor side of event aggregation: events read from Arrow, folded into per-group states.
+
+A state holds one aggregate for a run of groups ("slots"). Folding events and merging
+states give the same bits whatever their order and grouping: float sums and means are
+exact (scatterkit's exact states), min and max use the exact kernels' order-free rules,
+integers wrap (associative), and ``none`` keeps, per element, the greatest (order_by,
+value) pair. So a group's tensor does not depend on how Spark split or ordered its events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+import scatterkit as sk
+
+from .agg_spec import AggSpec
+
+_FLOAT_KINDS = "f"
+
+
+@dataclass
+class EventRows:
+    """One batch of events for one aggregate, checked and flattened to elements.
+
+    Rows that update something have ``counted``; rows with a bad coordinate or slice have
+    a message in ``problems`` (row -> message). Elements: the row they come from, their
+    flat offset in the tensor, their value and (reduction none) their order key.
+    """
+
+    rows: int
+    counted: np.ndarray  # bool per row
+    problems: dict[int, str]
+    element_row: np.ndarray
+    element_offset: np.ndarray
+    element_value: np.ndarray
+    element_order: np.ndarray | None
+
+
+def _ints(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """An integer column as int64 values and a validity mask."""
+    valid = np.asarray(array.is_valid())
+    values = np.asarray(array.fill_null(0).cast(pa.int64()), dtype=np.int64)
+    return values, valid
+
+
+def order_keys(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """An order_by column as int64 keys that sort as its values do, and a validity mask."""
+    kind = array.type
+    valid = np.asarray(array.is_valid())
+    if pa.types.is_floating(kind):
+        values = np.asarray(array.fill_null(0).cast(pa.float64()), dtype=np.float64)
+        return total_order_key(values), valid
+    if pa.types.is_timestamp(kind) or pa.types.is_date(kind) or pa.types.is_time(kind):
+        array = array.view(pa.int64() if kind.bit_width == 64 else pa.int32())
+    return np.asarray(array.fill_null(0).cast(pa.int64()), dtype=np.int64), valid
+
+
+def total_order_key(values: np.ndarray) -> np.ndarray:
+    """int64 keys ordering values as IEEE 754 totalOrder does (-NaN < -inf < -0 < +0 <
+    +inf < +NaN) for floats, and by value for integers and bools."""
+    if values.dtype.kind != "f":
+        return values.astype(np.int64)
+    bits = values.astype(np.float64).view(np.int64)
+    # Negative floats sort backwards as integers: flipping all but the sign bit fixes that.
+    return bits ^ ((bits >> 63) & np.int64(0x7FFFFFFFFFFFFFFF))
+
+
+def _coordinate_problem(spec: AggSpec, axis: int, value: int | None) -> str:
+    name, extent = spec.indices[axis], spec.shape[axis]
+    if value is None:
+        return f"coordinate {name} is null"
+    return f"coordinate {name}={value} is out of range [-{extent}, {extent}) of dimension {axis}"
+
+
+def read_events(
+    spec: AggSpec,
+    coordinates: Sequence[pa.Array],
+    updates: pa.Array,
+    order: pa.Array | None = None,
+) -> EventRows:
+    """Checks and flattens a batch of events (columns as Arrow arrays, nulls allowed)."""
+    rows = len(updates)
+    offset = np.zeros(rows, np.int64)
+    good = np.ones(rows, bool)
+    problems: dict[int, str] = {}
+    stride = spec.slice_size
+    for axis in range(spec.k - 1, -1, -1):
+        values, valid = _ints(coordinates[axis])
+        extent = spec.shape[axis]
+        wrapped = np.where(values < 0, values + extent, values)
+        ok = valid & (wrapped >= 0) & (wrapped < extent)
+        for row in np.flatnonzero(~ok & good):
+            problems[int(row)] = _coordinate_problem(
+                spec, axis, values[row] if valid[row] else None
+            )
+        good &= ok
+        offset += np.where(ok, wrapped, 0) * stride
+        stride *= extent
+    dtype = spec.element_dtype
+    order_key = order_valid = None
+    if order is not None:
+        order_key, order_valid = order_keys(order)
+    present = np.asarray(updates.is_valid()) & good
+    if order_valid is not None:
+        present &= order_valid  # an event without an order_by value is skipped, like a null
+    if spec.k == len(spec.shape):
+        values = np.asarray(
+            updates.fill_null(False if dtype == np.bool_ else 0).cast(pa.from_numpy_dtype(dtype))
+        )
+        element_row = np.flatnonzero(present)
+        element_value = values[element_row]
+        element_offset = offset[element_row]
+    else:
+        element_row, element_offset, element_value = _slices(
+            spec, updates, offset, present, problems, good
+        )
+    counted = present & good
+    element_order = order_key[element_row] if order_key is not None else None
+    return EventRows(
+        rows, counted, problems, element_row, element_offset, element_value, element_order
+    )
+
+
+def _slices(
+    spec: AggSpec,
+    updates: pa.Array,
+    offset: np.ndarray,
+    present: np.ndarray,
+    problems: dict[int, str],
+    good: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The elements of array-valued updates: each row's list must hold a whole slice."""
+    if not (pa.types.is_list(updates.type) or pa.types.is_large_list(updates.type)):
+        raise TypeError(
+            f"updates {spec.updates!r} must be an array column for {spec.k} index column(s) "
+            f"of a rank-{len(spec.shape)} tensor, got {updates.type}"
+        )
+    size = spec.slice_size
+    lengths = np.asarray(pc.list_value_length(updates).fill_null(0), dtype=np.int64)
+    wrong = present & (lengths != size)
+    for row in np.flatnonzero(wrong):
+        problems[int(row)] = (
+            f"updates {spec.updates!r} holds {lengths[row]} value(s); a slice of shape "
+            f"{list(spec.shape[spec.k :])} takes {size}"
+        )
+    good &= ~wrong
+    present &= ~wrong
+    rows = np.flatnonzero(present)
+    starts = np.asarray(updates.offsets, dtype=np.int64)[:-1][rows]
+    child = updates.values
+    positions = (starts[:, None] + np.arange(size)).ravel()
+    element_row = np.repeat(rows, size)
+    element_offset = (offset[rows][:, None] + np.arange(size)).ravel()
+    dtype = spec.element_dtype
+    fill = False if dtype == np.bool_ else 0
+    child_values = np.asarray(child.fill_null(fill).cast(pa.from_numpy_dtype(dtype)))
+    keep = np.asarray(child.is_valid())[positions]  # a null value inside a slice is skipped
+    return element_row[keep], element_offset[keep], child_values[positions[keep]]
+
+
+def _identity(reduction: str, dtype: np.dtype) -> object:
+    if dtype == np.bool_:
+        return reduction in ("prod", "min")
+    if reduction in ("sum", "mean", "none"):
+        return 0
+    if reduction == "prod":
+        return 1
+    if dtype.kind == "f":
+        return -np.inf if reduction == "max" else np.inf
+    info = np.iinfo(dtype)
+    return info.min if reduction == "max" else info.max
+
+
+class AggState:
+    """States of one aggregate for `slots` groups, plus each group's counts and error."""
+
+    def __init__(self, spec: AggSpec, slots: int):
+        self.spec = spec
+        self.slots = slots
+        self.dtype = spec.element_dtype
+        self.events = np.zeros(slots, np.int64)
+        self.dropped = np.zeros(slots, np.int64)
+        self.errors: list[str | None] = [None] * slots
+        size, reduction = spec.size, spec.reduction
+        self.exact = self.dtype.kind in _FLOAT_KINDS and reduction in ("sum", "mean")
+        self.int_mean = self.dtype.kind != "f" and reduction == "mean"
+        if self.exact:
+            self.arrays = [sk.exact_state((slots, size), self.dtype)]
+        elif self.int_mean:  # exact integer sums as two int64 halves, and counts
+            self.arrays = [np.zeros((slots, size), np.int64) for _ in range(3)]
+        else:
+            acc = np.full((slots, size), _identity(reduction, self.dtype), self.dtype)
+            self.arrays = [acc, np.zeros((slots, size), bool)]
+            if reduction == "none":
+                lowest = np.iinfo(np.int64).min
+                self.arrays += [np.full((slots, size), lowest, np.int64) for _ in range(2)]
+
+    # -- folding -------------------------------------------------------------------------
+    def fold(self, events: EventRows, slot_of_row: np.ndarray) -> None:
+        """Folds a batch's events; `slot_of_row` gives each row's group slot. Bad rows count
+        as dropped (on_error drop) or set their group's error (keep); `fail` is the
+        caller's to raise before folding."""
+        if len(events.problems):
+            rows = np.fromiter(events.problems, np.int64, len(events.problems))
+            if self.spec.on_error == "drop":
+                np.add.at(self.dropped, slot_of_row[rows], 1)
+            else:
+                for row, message in events.problems.items():
+                    slot = int(slot_of_row[row])
+                    current = self.errors[slot]
+                    if current is None or message < current:  # the same one in any order
+                        self.errors[slot] = message
+        self.events += np.bincount(slot_of_row[events.counted], minlength=self.slots)
+        targets = slot_of_row[events.element_row] * self.spec.size + events.element_offset
+        self._fold_elements(targets, events.element_value, events.element_order)
+
+    def _fold_elements(
+        self, targets: np.ndarray, values: np.ndarray, order: np.ndarray | None, *more: np.ndarray
+    ) -> None:
+        if len(targets) == 0:
+            return
+        reduction = self.spec.reduction
+        if self.exact:
+            state = self.arrays[0]
+            flat = state.reshape(-1, state.shape[-1])
+            sk.exact_fold(flat, targets[:, None], values, dtype=self.dtype)
+        elif self.int_mean:
+            hi, lo, count = (a.reshape(-1) for a in self.arrays)
+            wide = values.astype(np.int64)
+            np.add.at(hi, targets, wide >> 32)
+            np.add.at(lo, targets, wide & 0xFFFFFFFF)
+            np.add.at(count, targets, more[0] if more else 1)
+        elif reduction == "none":
+            self._fold_latest(targets, values, order)
+        else:
+            acc, hit = (a.reshape(-1) for a in self.arrays)
+            exact = self.dtype.kind == "f"
+            sk.scatter_elements_update(
+                acc, targets, values, 0, reduction=reduction, exact=exact, out=acc
+            )
+            hit[targets] = True
+
+    def _fold_latest(self, targets: np.ndarray, values: np.ndarray, order: np.ndarray) -> None:
+        """Per element, the value of the greatest (order, value's total order) pair."""
+        acc, hit, best_order, best_value = (a.reshape(-1) for a in self.arrays)
+        value_key = total_order_key(values)
+        sort = np.lexsort((value_key, order, targets))
+        targets, order, value_key = targets[sort], order[sort], value_key[sort]
+        last = np.ones(len(targets), bool)
+        last[:-1] = targets[1:] != targets[:-1]
+        t, o, v = targets[last], order[last], value_key[last]
+        wins = ~hit[t] | (o > best_order[t]) | ((o == best_order[t]) & (v > best_value[t]))
+        t = t[wins]
+        acc[t] = values[sort][last][wins]
+        best_order[t], best_value[t] = o[wins], v[wins]
+        hit[t] = True
+
+    # -- merging and shipping --------------------------------------------------------------
+    def state_bytes(self, slot: int) -> bytes:
+        """One group's state and counts as bytes (fixed layout for this spec)."""
+        counts = np.array([self.events[slot], self.dropped[slot]], np.int64)
+        return counts.tobytes() + b"".join(
+            np.ascontiguousarray(a[slot]).tobytes() for a in self.arrays
+        )
+
+    def merge(self, slot: int, blob: bytes) -> None:
+        """Merges another state of the same group (from `state_bytes`) into `slot`."""
+        counts = np.frombuffer(blob, np.int64, 2)
+        self.events[slot] += counts[0]
+        self.dropped[slot] += counts[1]
+        at = counts.nbytes
+        parts = []
+        for a in self.arrays:
+            n = a[slot].nbytes
+            parts.append(np.frombuffer(blob, a.dtype, a[slot].size, at).reshape(a[slot].shape))
+            at += n
+        if self.exact:
+            sk.exact_merge(
+                self.arrays[0][slot], parts[0], dtype=self.dtype, out=self.arrays[0][slot]
+            )
+            return
+        base = slot * self.spec.size
+        if self.int_mean:
+            for mine, theirs in zip(self.arrays, parts):
+                mine[slot] += theirs
+            return
+        hit = np.flatnonzero(parts[1])
+        if self.spec.reduction == "none":
+            self._fold_latest(base + hit, parts[0][hit], parts[2][hit])
+        else:
+            self._fold_elements(base + hit, parts[0][hit], None)
+
+    def set_error(self, slot: int, message: str) -> None:
+        current = self.errors[slot]
+        if current is None or message < current:
+            self.errors[slot] = message
+
+    # -- finishing ---------------------------------------------------------------------------
+    def finish(self) -> np.ndarray:
+        """The tensors, (slots, size) of the aggregate's dtype: untargeted elements hold
+        `fill`."""
+        spec, dtype = self.spec, self.dtype
+        fill = np.full((self.slots, spec.size), spec.fill, dtype)
+        if self.exact:
+            return sk.exact_finish(self.arrays[0], dtype=dtype, reduction=spec.reduction, data=fill)
+        if self.int_mean:
+            return self._finish_int_mean(fill)
+        acc, hit = self.arrays[0], self.arrays[1]
+        return np.where(hit, acc, fill)
+
+    def _finish_int_mean(self, fill: np.ndarray) -> np.ndarray:
+        hi, lo, count = self.arrays
+        hi = hi + (lo >> 32)  # carry: lo now in [0, 2**32)
+        lo = lo & 0xFFFFFFFF
+        out = fill.copy()
+        hit = count > 0
+        small = hit & (np.abs(hi) < (1 << 30))  # the whole sum fits in int64
+        total = (hi[small] << 32) + lo[small]
+        out[small] = np.floor_divide(total, count[small]).astype(self.dtype)
+        for i, j in zip(*np.nonzero(hit & ~small)):  # rare: Python's integers are exact
+            out[i, j] = ((int(hi[i, j]) << 32) + int(lo[i, j])) // int(count[i, j])
+        return out

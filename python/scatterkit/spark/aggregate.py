@@ -1,0 +1,267 @@
+"""Event tables to tensors: `scatter_nd_agg` (an aggregate column) and `aggregate` (the
+planned aggregation that combines before the shuffle).
+
+Two ways to run the same aggregate, with the same bits:
+
+- ``events.groupBy(...).agg(scatter_nd_agg(...))``: Spark's own grouping calls a Python
+  grouped-aggregate Arrow UDF. Spark sends every event through its shuffle; the UDF folds
+  a group's events into one state (batch by batch where PySpark streams groups, 4.2+).
+- ``aggregate(events, by, name=scatter_nd_agg(...), ...)``: each task first folds the
+  events of keys frequent in it into one state per key, then the events and states are
+  shuffled by key, sorted, and folded group by group; a group of any size takes one
+  state's memory. DataFrame API only, so both run over Spark Connect.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import Any, Union
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from .agg_spec import AggSpec, check_agg
+from .agg_states import AggState, read_events
+from .agg_tasks import (
+    KIND,
+    RESULT_FIELDS,
+    AggPlan,
+    combine_events,
+    coordinate_name,
+    finish_groups,
+    key_name,
+    order_name,
+    state_name,
+    tensor_results,
+    updates_name,
+)
+from .element_types import element_type, tensor_struct
+from .errors import RowError, SpecError
+from .steps import configure_threads
+
+ColumnOrName = Union[Column, str]
+_SPEC_ATTRIBUTE = "_scatterkit_agg"
+_BARE_DTYPE = "double"  # the result type of a bare .agg() without dtype (see scatter_nd_agg)
+
+
+def result_type(element: str) -> T.StructType:
+    """The Spark type of an aggregate's column: the tensor struct with ``error``, plus the
+    group's ``events`` (folded) and ``dropped`` (skipped under on_error drop) counts."""
+    struct = tensor_struct(element, with_error=True)
+    struct.add("events", T.LongType(), True).add("dropped", T.LongType(), True)
+    assert tuple(struct.names) == RESULT_FIELDS
+    return struct
+
+
+def scatter_nd_agg(
+    indices: str | Sequence[str],
+    updates: str,
+    shape: Sequence[int],
+    *,
+    reduction: str = "sum",
+    fill: Any = 0,
+    dtype: str | None = None,
+    order_by: str | None = None,
+    on_error: str = "fail",
+) -> Column:
+    """The tensor of `shape` built from a group's events as ScatterNDUpdate-15 builds it.
+
+    `indices` names one integer column per leading coordinate (k of them; negative
+    coordinates wrap once); `updates` a value column (k = rank) or an array column of
+    ``prod(shape[k:])`` values (k < rank: each event updates a slice). Reductions: sum,
+    prod (integers and bools only), min, max, mean (ScatterElementsUpdate-12's: float
+    means exact, integer means rounded toward -inf) and none (the event with the greatest
+    `order_by` wins; ties go to the greatest value in IEEE total order, element by
+    element). Targeted elements start at the reduction's identity; untargeted ones hold
+    `fill`. Float sums and means are exact, so the bits do not depend on partitioning or
+    row order.
+
+    A null value (or a null inside a slice, or a null `order_by`) is skipped, as Spark's
+    aggregates skip nulls. A null or out-of-range coordinate, or a slice of the wrong
+    length, follows `on_error`: ``fail`` stops the job naming the group and the reason,
+    ``keep`` gives the group a null tensor with the message in ``error``, ``drop`` skips the
+    event and counts it in ``dropped``.
+
+    The result is ``struct<values, shape, error, events, dropped>``. `dtype` defaults to the
+    updates' type in `aggregate` and the job; in a bare ``groupBy().agg()`` Spark must know
+    the result type before it reads any data, so there it defaults to double.
+
+    >>> events.groupBy("user_id").agg(skf.scatter_nd_agg(
+    ...     ["hour", "category"], "amount", [24, 16]).alias("spend"))  # doctest: +SKIP
+    """
+    spec = check_agg(
+        indices,
+        updates,
+        shape,
+        reduction=reduction,
+        fill=fill,
+        dtype=dtype,
+        order_by=order_by,
+        on_error=on_error,
+    )
+    column = _udaf_column(spec if spec.dtype is not None else spec.with_dtype(_BARE_DTYPE))
+    setattr(column, _SPEC_ATTRIBUTE, spec)
+    return column
+
+
+# -- the grouped-aggregate UDF ---------------------------------------------------------------
+
+
+def _udaf_column(spec: AggSpec) -> Column:
+    from pyspark.sql.pandas.functions import ArrowUDFType, arrow_udf
+
+    assert spec.dtype is not None
+    # One grouped-aggregate UDF gets a whole group; the streaming kind (PySpark 4.3's
+    # GROUPED_AGG_ITER) allows one UDF per .agg(), which would forbid sum and max together.
+    function = functools.partial(_fold_group, spec)
+    kind = ArrowUDFType.GROUPED_AGG
+    with warnings.catch_warnings():  # PySpark prefers type hints; a partial has none
+        warnings.simplefilter("ignore", UserWarning)
+        udaf = arrow_udf(function, result_type(spec.dtype), kind)
+    inputs = [F.col(c) for c in spec.indices]
+    inputs.append(F.col(spec.updates).cast(_updates_type(spec)))
+    if spec.order_by:
+        inputs.append(F.col(spec.order_by))
+    return udaf(*inputs)
+
+
+def _fold_group(spec: AggSpec, *columns: pa.Array) -> pa.Scalar:
+    return _fold_group_batches(spec, iter([columns]))
+
+
+def _fold_group_batches(spec: AggSpec, batches: Iterator[Sequence[pa.Array]]) -> pa.Scalar:
+    """One group's tensor from its events, batch by batch (one state in memory)."""
+    configure_threads()
+    state = AggState(spec, 1)
+    for columns in batches:
+        columns = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns]
+        order = columns[spec.k + 1] if spec.order_by else None
+        events = read_events(spec, columns[: spec.k], columns[spec.k], order)
+        if spec.on_error == "fail" and events.problems:
+            row, message = min(events.problems.items(), key=lambda item: item[1])
+            event = ", ".join(
+                f"{c}={columns[j][row].as_py()!r}" for j, c in enumerate(spec.indices)
+            )
+            raise RowError(f"event ({event}): {message}")
+        state.fold(events, np.zeros(events.rows, np.int64))
+    result = tensor_results(state, 1)
+    return result[0]
+
+
+# -- the planned aggregation -------------------------------------------------------------------
+
+
+def aggregate(df: DataFrame, by: str | Sequence[str], **aggregates: Column) -> DataFrame:
+    """Groups `df` by `by` and computes each ``name=scatter_nd_agg(...)`` per group.
+
+    The same tensors as ``df.groupBy(by).agg(...)``, computed faster on large inputs:
+    keys frequent within a task are combined into one state per key before the shuffle;
+    every group is then folded from its sorted events and states. The result has the `by`
+    columns and one ``struct<values, shape, error, events, dropped>`` column per name.
+
+    >>> skf.aggregate(events, "user_id", spend=skf.scatter_nd_agg(
+    ...     ["hour", "category"], "amount", [24, 16]))  # doctest: +SKIP
+    """
+    by = [by] if isinstance(by, str) else list(by)
+    if not by or not all(isinstance(c, str) and c for c in by):
+        raise SpecError(f"aggregate: 'by' must name one or more columns, got {by!r}")
+    if not aggregates:
+        raise SpecError("aggregate: give at least one name=scatter_nd_agg(...)")
+    specs = []
+    for name, column in aggregates.items():
+        spec = getattr(column, _SPEC_ATTRIBUTE, None)
+        if not isinstance(spec, AggSpec):
+            raise TypeError(
+                f"aggregate: {name}= must be a scatter_nd_agg(...) column itself "
+                "(not aliased or wrapped): the name gives the alias"
+            )
+        specs.append(settle_spec(df.schema, spec, name))
+    return plan_aggregate(df, by, dict(zip(aggregates, specs)))
+
+
+def settle_spec(schema: T.StructType, spec: AggSpec, name: str) -> AggSpec:
+    """The aggregate checked against the events' schema, its dtype settled."""
+    fields = {f.name: f.dataType for f in schema.fields}
+    for column in spec.columns():
+        if column not in fields:
+            raise SpecError(f"{name}: no column {column!r} in the events ({sorted(fields)})")
+    for column in spec.indices:
+        if not isinstance(fields[column], T.IntegralType):
+            raise SpecError(
+                f"{name}: coordinate {column!r} must be an integer column, got {fields[column].simpleString()}"
+            )
+    updates = fields[spec.updates]
+    is_array = isinstance(updates, T.ArrayType)
+    if is_array != (spec.k < len(spec.shape)):
+        want = (
+            "an array column (one slice per event)"
+            if spec.k < len(spec.shape)
+            else "a value column"
+        )
+        raise SpecError(
+            f"{name}: {spec.k} coordinate(s) of a rank-{len(spec.shape)} tensor take {want}; "
+            f"{spec.updates!r} is {updates.simpleString()}"
+        )
+    element = updates.elementType if isinstance(updates, T.ArrayType) else updates
+    try:
+        updates_type = element_type(element.simpleString())
+    except ValueError:
+        raise SpecError(
+            f"{name}: updates {spec.updates!r} hold {element.simpleString()}, not numbers or booleans"
+        ) from None
+    if spec.order_by is not None:
+        order = fields[spec.order_by]
+        if not isinstance(
+            order, (T.NumericType, T.DateType, T.TimestampType, T.TimestampNTZType, T.BooleanType)
+        ):
+            raise SpecError(
+                f"{name}: order_by {spec.order_by!r} must be a number, date or timestamp, got {order.simpleString()}"
+            )
+    try:
+        return spec.with_dtype(updates_type)
+    except SpecError as exc:
+        raise SpecError(f"{name}: {exc}") from None
+
+
+def _updates_type(spec: AggSpec) -> str:
+    element = spec.dtype or _BARE_DTYPE
+    return f"array<{element}>" if spec.k < len(spec.shape) else element
+
+
+def plan_aggregate(df: DataFrame, by: Sequence[str], specs: dict[str, AggSpec]) -> DataFrame:
+    """The DataFrame plan of `aggregate` (specs settled by `settle_spec`)."""
+    plan = AggPlan(tuple(by), tuple(specs.values()))
+    columns = [F.col(c).alias(key_name(j)) for j, c in enumerate(by)]
+    for i, spec in enumerate(plan.specs):
+        columns += [F.col(c).alias(coordinate_name(i, j)) for j, c in enumerate(spec.indices)]
+        columns.append(F.col(spec.updates).cast(_updates_type(spec)).alias(updates_name(i)))
+        if spec.order_by:
+            columns.append(F.col(spec.order_by).alias(order_name(i)))
+    events = df.select(*columns)
+    combined_schema = T.StructType(
+        list(events.schema.fields)
+        + [T.StructField(KIND, T.ByteType(), False)]
+        + [T.StructField(state_name(i), T.BinaryType(), True) for i in range(len(plan.specs))]
+    )
+    keys = [key_name(j) for j in range(len(by))]
+    combined = events.mapInArrow(functools.partial(combine_events, plan), combined_schema)
+    grouped = combined.repartition(*keys).sortWithinPartitions(*keys)
+    out_schema = T.StructType(
+        [events.schema[k] for k in keys]
+        + [
+            T.StructField(f"__agg{i}", result_type(s.dtype or ""), True)
+            for i, s in enumerate(plan.specs)
+        ]
+    )
+    result = grouped.mapInArrow(functools.partial(finish_groups, plan), out_schema)
+    renamed = [F.col(key_name(j)).alias(c) for j, c in enumerate(by)]
+    renamed += [F.col(f"__agg{i}").alias(name) for i, name in enumerate(specs)]
+    return result.select(*renamed)
+
+
+__all__ = ["aggregate", "plan_aggregate", "result_type", "scatter_nd_agg", "settle_spec"]
