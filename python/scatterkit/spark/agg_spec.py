@@ -131,6 +131,8 @@ def check_agg(
                 "step, so its bits would depend on the order of the events (the partitioning); "
                 "aggregate integers, or sums of logarithms"
             )
+        if reduction == "mean" and dtype == "boolean":
+            raise SpecError("reduction 'mean' of booleans is not defined (as in v12); cast to int")
         try:
             fill = check_constant([], fill, dtype).fill
         except ValueError as exc:

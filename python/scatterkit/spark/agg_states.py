@@ -211,10 +211,7 @@ class AggState:
                 np.add.at(self.dropped, slot_of_row[rows], 1)
             else:
                 for row, message in events.problems.items():
-                    slot = int(slot_of_row[row])
-                    current = self.errors[slot]
-                    if current is None or message < current:  # the same one in any order
-                        self.errors[slot] = message
+                    self.set_error(int(slot_of_row[row]), message)
         self.events += np.bincount(slot_of_row[events.counted], minlength=self.slots)
         targets = slot_of_row[events.element_row] * self.spec.size + events.element_offset
         self._fold_elements(targets, events.element_value, events.element_order)
@@ -262,23 +259,24 @@ class AggState:
 
     # -- merging and shipping --------------------------------------------------------------
     def state_bytes(self, slot: int) -> bytes:
-        """One group's state and counts as bytes (fixed layout for this spec)."""
-        counts = np.array([self.events[slot], self.dropped[slot]], np.int64)
-        return counts.tobytes() + b"".join(
-            np.ascontiguousarray(a[slot]).tobytes() for a in self.arrays
-        )
+        """One group's state, counts and error as bytes (fixed layout for this spec)."""
+        error = (self.errors[slot] or "").encode()
+        head = np.array([self.events[slot], self.dropped[slot], len(error)], np.int64)
+        arrays = b"".join(np.ascontiguousarray(a[slot]).tobytes() for a in self.arrays)
+        return head.tobytes() + arrays + error
 
     def merge(self, slot: int, blob: bytes) -> None:
         """Merges another state of the same group (from `state_bytes`) into `slot`."""
-        counts = np.frombuffer(blob, np.int64, 2)
-        self.events[slot] += counts[0]
-        self.dropped[slot] += counts[1]
-        at = counts.nbytes
+        head = np.frombuffer(blob, np.int64, 3)
+        self.events[slot] += head[0]
+        self.dropped[slot] += head[1]
+        at = head.nbytes
         parts = []
         for a in self.arrays:
-            n = a[slot].nbytes
             parts.append(np.frombuffer(blob, a.dtype, a[slot].size, at).reshape(a[slot].shape))
-            at += n
+            at += a[slot].nbytes
+        if head[2]:
+            self.set_error(slot, blob[at : at + int(head[2])].decode())
         if self.exact:
             sk.exact_merge(
                 self.arrays[0][slot], parts[0], dtype=self.dtype, out=self.arrays[0][slot]
@@ -296,6 +294,7 @@ class AggState:
             self._fold_elements(base + hit, parts[0][hit], None)
 
     def set_error(self, slot: int, message: str) -> None:
+        """Keeps the smallest message: the same one whatever order the events come in."""
         current = self.errors[slot]
         if current is None or message < current:
             self.errors[slot] = message

@@ -144,7 +144,7 @@ def _fold_into(
 
 def _as_events(plan: AggPlan, batch: pa.RecordBatch) -> pa.RecordBatch:
     n = batch.num_rows
-    columns = list(batch.columns) + [pa.array(np.zeros(n, np.int8))]
+    columns = [*batch.columns, pa.array(np.zeros(n, np.int8))]
     columns += [pa.nulls(n, pa.binary()) for _ in plan.specs]
     names = list(batch.schema.names) + [KIND] + [state_name(i) for i in range(len(plan.specs))]
     return pa.RecordBatch.from_arrays(columns, names=names)

@@ -193,7 +193,8 @@ def settle_spec(schema: T.StructType, spec: AggSpec, name: str) -> AggSpec:
     for column in spec.indices:
         if not isinstance(fields[column], T.IntegralType):
             raise SpecError(
-                f"{name}: coordinate {column!r} must be an integer column, got {fields[column].simpleString()}"
+                f"{name}: coordinate {column!r} must be an integer column, "
+                f"got {fields[column].simpleString()}"
             )
     updates = fields[spec.updates]
     is_array = isinstance(updates, T.ArrayType)
@@ -212,7 +213,8 @@ def settle_spec(schema: T.StructType, spec: AggSpec, name: str) -> AggSpec:
         updates_type = element_type(element.simpleString())
     except ValueError:
         raise SpecError(
-            f"{name}: updates {spec.updates!r} hold {element.simpleString()}, not numbers or booleans"
+            f"{name}: updates {spec.updates!r} hold {element.simpleString()}, "
+            "not numbers or booleans"
         ) from None
     if spec.order_by is not None:
         order = fields[spec.order_by]
@@ -220,7 +222,8 @@ def settle_spec(schema: T.StructType, spec: AggSpec, name: str) -> AggSpec:
             order, (T.NumericType, T.DateType, T.TimestampType, T.TimestampNTZType, T.BooleanType)
         ):
             raise SpecError(
-                f"{name}: order_by {spec.order_by!r} must be a number, date or timestamp, got {order.simpleString()}"
+                f"{name}: order_by {spec.order_by!r} must be a number, date or timestamp, "
+                f"got {order.simpleString()}"
             )
     try:
         return spec.with_dtype(updates_type)

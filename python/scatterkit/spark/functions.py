@@ -25,7 +25,8 @@ import pyarrow as pa
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from .aggregate import aggregate, scatter_nd_agg
+from .aggregate import aggregate as aggregate
+from .aggregate import scatter_nd_agg as scatter_nd_agg
 from .element_types import numpy_dtype, spark_name, tensor_struct
 from .errors import RowError
 from .spec import OPS, Step, TensorInput, check_constant

@@ -1,0 +1,534 @@
+"""Event aggregation: scatter_nd_agg in groupBy().agg() and aggregate(), against NumPy.
+
+Each group's tensor is checked against a reference written here with NumPy and exact
+rationals (float sums and means rounded once, from Fractions), for every reduction, for
+float32, float64, int64 and bool, with k = rank (one value per event) and k < rank (a
+slice per event), nulls included. Then the same bits for every partitioning and row order,
+each on_error mode, a key holding half of the events, and the executor's folding across
+batch boundaries (no Spark) with tiny budgets.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+from pyspark.sql import functions as F
+from spark_helpers import pa, spark  # noqa: F401
+
+from scatterkit.spark import agg_tasks
+from scatterkit.spark import functions as skf
+from scatterkit.spark.agg_spec import check_agg
+from scatterkit.spark.agg_tasks import AggPlan, combine_events, finish_groups
+from scatterkit.spark.errors import SpecError
+
+pytestmark = pytest.mark.spark
+
+SHAPE = (4, 3)
+GROUPS = 6
+REDUCTIONS = {
+    "float32": ("sum", "min", "max", "mean", "none"),
+    "float64": ("sum", "min", "max", "mean", "none"),
+    "int64": ("sum", "prod", "min", "max", "mean", "none"),
+    "bool": ("sum", "prod", "min", "max", "none"),
+}
+SPARK_TYPE = {"float32": "float", "float64": "double", "int64": "bigint", "bool": "boolean"}
+FILL = {"float32": 7.5, "float64": -2.25, "int64": 9, "bool": True}
+
+
+def _values(rng: np.random.Generator, dtype: str, n: int) -> np.ndarray:
+    if dtype == "bool":
+        return rng.random(n) < 0.3
+    if dtype == "int64":
+        return rng.integers(-(2**62), 2**62, n) if n else np.zeros(0, np.int64)
+    big = (
+        rng.choice([1e-30, 1.0, 1e30], n)
+        if dtype == "float32"
+        else rng.choice([1e-300, 1, 1e300], n)
+    )
+    return (rng.standard_normal(n) * big).astype(dtype)
+
+
+def events_frame(dtype: str, n: int = 400, seed: int = 3) -> pd.DataFrame:
+    """Events of GROUPS groups over a (4, 3) tensor: g, h (negatives wrap), c, x (a value),
+    xs (a slice of 3 values, some null), t (order; ties on purpose), some nulls."""
+    rng = np.random.default_rng(seed)
+    x = _values(rng, dtype, n)
+    xs = [list(_values(rng, dtype, 3)) for _ in range(n)]
+    frame = pd.DataFrame(
+        {
+            "g": rng.integers(0, GROUPS, n),
+            "h": rng.integers(-4, 4, n),
+            "c": rng.integers(0, 3, n),
+            "x": pd.Series(list(x), dtype=object),
+            "xs": pd.Series(xs, dtype=object),
+            "t": rng.integers(0, 5, n),
+        }
+    )
+    frame.loc[rng.random(n) < 0.05, "x"] = None
+    for row in np.flatnonzero(rng.random(n) < 0.05):
+        frame.at[row, "xs"] = None
+    for row in np.flatnonzero(rng.random(n) < 0.05):  # a null inside a slice
+        if frame.at[row, "xs"] is not None:
+            frame.at[row, "xs"] = [None if j == 1 else v for j, v in enumerate(frame.at[row, "xs"])]
+    frame.loc[rng.random(n) < 0.03, "t"] = None
+    return frame
+
+
+def to_spark(session, frame: pd.DataFrame, dtype: str, partitions: int = 3):
+    kind = SPARK_TYPE[dtype]
+    schema = f"g bigint, h int, c int, x {kind}, xs array<{kind}>, t bigint"
+    rows = [
+        (
+            int(r.g),
+            int(r.h),
+            int(r.c),
+            None if r.x is None else _py(r.x),
+            None if r.xs is None else [None if v is None else _py(v) for v in r.xs],
+            None if pd.isna(r.t) else int(r.t),
+        )
+        for r in frame.itertuples()
+    ]
+    return session.createDataFrame(rows, schema).repartition(partitions)
+
+
+def _py(v):
+    return v.item() if isinstance(v, np.generic) else v
+
+
+# -- the reference -------------------------------------------------------------------------
+
+
+def _round(value: Fraction, dtype: np.dtype):
+    """A rational rounded once to `dtype`, to nearest, ties to even."""
+    guess = np.array(float(value), dtype)  # within one ulp
+    best = None
+    for candidate in (np.nextafter(guess, -np.inf), guess, np.nextafter(guess, np.inf)):
+        if not np.isfinite(candidate):
+            continue
+        distance = abs(Fraction(float(candidate)) - value)
+        even = (
+            int(np.array(candidate).view(np.uint64 if dtype == np.float64 else np.uint32)) % 2 == 0
+        )
+        if best is None or distance < best[0] or (distance == best[0] and even):
+            best = (distance, candidate)
+    return best[1]
+
+
+def _total_key(v) -> int:
+    bits = (
+        int(np.array(v, np.float64).view(np.int64))
+        if isinstance(v, (float, np.floating))
+        else int(v)
+    )
+    if isinstance(v, (float, np.floating)) and bits < 0:
+        bits ^= 0x7FFFFFFFFFFFFFFF
+    return bits
+
+
+def reference(frame: pd.DataFrame, dtype: str, reduction: str, k: int) -> dict[int, np.ndarray]:
+    """Each group's tensor, element by element from the group's events."""
+    np_dtype = np.dtype(dtype)
+    size = math.prod(SHAPE)
+    out = {}
+    for g, events in frame.groupby("g"):
+        terms: dict[int, list] = {}
+        for r in events.itertuples():
+            h = r.h + 4 if r.h < 0 else r.h
+            if k == 2:
+                if r.x is None:
+                    continue
+                items = [(h * 3 + r.c, r.x)]
+            else:
+                if r.xs is None:
+                    continue
+                items = [(h * 3 + j, v) for j, v in enumerate(r.xs) if v is not None]
+            if reduction == "none" and pd.isna(r.t):
+                continue
+            for cell, v in items:
+                terms.setdefault(cell, []).append((r.t, v))
+        tensor = np.full(size, FILL[dtype], np_dtype)
+        for cell, pairs in terms.items():
+            values = [v for _, v in pairs]
+            tensor[cell] = _reduce(values, pairs, np_dtype, reduction)
+        out[int(g)] = tensor.reshape(SHAPE)
+    return out
+
+
+def _reduce(values, pairs, dtype: np.dtype, reduction: str):
+    if reduction == "none":
+        return max(pairs, key=lambda p: (p[0], _total_key(p[1])))[1]
+    if dtype == np.bool_:
+        return any(values) if reduction in ("sum", "max") else all(values)
+    if dtype.kind == "f":
+        if reduction in ("sum", "mean"):
+            total = sum(Fraction(float(v)) for v in values)
+            return _round(total / len(values) if reduction == "mean" else total, dtype)
+        return (min if reduction == "min" else max)(values)
+    ints = [int(v) for v in values]
+    if reduction == "mean":
+        return sum(ints) // len(ints)
+    if reduction == "prod":
+        acc = np.array(1, np.int64)
+        for v in ints:
+            acc = np.array(np.multiply(acc, np.int64(v), dtype=np.int64))  # wraps
+        return acc
+    if reduction == "sum":
+        return (sum(ints) + (1 << 63)) % (1 << 64) - (1 << 63)  # wraps
+    return (min if reduction == "min" else max)(ints)
+
+
+def _aggregates(dtype: str):
+    out = {}
+    for reduction in REDUCTIONS[dtype]:
+        order = {"order_by": "t"} if reduction == "none" else {}
+        fill = FILL[dtype]
+        out[f"{reduction}_k2"] = skf.scatter_nd_agg(
+            ["h", "c"], "x", SHAPE, reduction=reduction, fill=fill, dtype=SPARK_TYPE[dtype], **order
+        )
+        out[f"{reduction}_k1"] = skf.scatter_nd_agg(
+            ["h"], "xs", SHAPE, reduction=reduction, fill=fill, dtype=SPARK_TYPE[dtype], **order
+        )
+    return out
+
+
+def tensors(rows, column: str, dtype: str) -> dict[int, np.ndarray]:
+    return {
+        int(r["g"]): np.array(r[column]["values"], np.dtype(dtype)).reshape(r[column]["shape"])
+        for r in rows
+    }
+
+
+def assert_bits(actual: np.ndarray, expected: np.ndarray, what: str) -> None:
+    assert actual.dtype == expected.dtype, what
+    if actual.dtype.kind == "f":  # NaN is NaN (the default quiet one), -0 is not +0
+        same = (actual.view(f"u{actual.itemsize}") == expected.view(f"u{actual.itemsize}")) | (
+            np.isnan(actual) & np.isnan(expected)
+        )
+        assert same.all(), f"{what}:\n{actual}\n{expected}"
+    else:
+        np.testing.assert_array_equal(actual, expected, err_msg=what)
+
+
+@pytest.mark.parametrize("dtype", list(REDUCTIONS))
+def test_every_reduction_against_numpy_both_ways(spark, dtype):  # noqa: F811
+    frame = events_frame(dtype)
+    events = to_spark(spark, frame, dtype)
+    aggs = _aggregates(dtype)
+    planned = skf.aggregate(events, "g", **aggs).collect()
+    bare = events.groupBy("g").agg(*[c.alias(n) for n, c in _aggregates(dtype).items()]).collect()
+    assert len(planned) == len(bare) == GROUPS
+    counts = frame.groupby("g").size()
+    for name in aggs:
+        reduction, k = name.split("_k")[0], int(name[-1])
+        want = reference(frame, dtype, reduction, k)
+        for rows, way in ((planned, "aggregate"), (bare, "groupBy().agg()")):
+            got = tensors(rows, name, dtype)
+            for g in want:
+                assert_bits(got[g], want[g], f"{way} {name} group {g}")
+            for r in rows:
+                result = r[name]
+                assert result["error"] is None and result["dropped"] == 0
+                assert 0 < result["events"] <= counts[r["g"]]
+
+
+def test_a_group_of_only_null_values_holds_fill_and_counts_no_event(spark):  # noqa: F811
+    events = spark.createDataFrame(
+        [(1, 0, None), (1, 1, None), (2, 1, 3.0)], "g long, i int, v double"
+    )
+    rows = {
+        r["g"]: r["t"]
+        for r in skf.aggregate(
+            events, "g", t=skf.scatter_nd_agg(["i"], "v", [2], fill=-1)
+        ).collect()
+    }
+    assert rows[1]["values"] == [-1.0, -1.0] and rows[1]["events"] == 0
+    assert rows[2]["values"] == [-1.0, 3.0] and rows[2]["events"] == 1
+
+
+def test_dtype_defaults_to_the_updates_type_in_aggregate_and_to_double_in_a_bare_agg(spark):  # noqa: F811
+    events = spark.createDataFrame([(1, 0, 2), (1, 0, 3)], "g long, i int, v int")
+    planned = skf.aggregate(events, "g", t=skf.scatter_nd_agg(["i"], "v", [2]))
+    assert planned.schema["t"].dataType.simpleString().startswith("struct<values:array<int>")
+    assert planned.collect()[0]["t"]["values"] == [5, 0]
+    bare = events.groupBy("g").agg(skf.scatter_nd_agg(["i"], "v", [2]).alias("t"))
+    assert bare.schema["t"].dataType.simpleString().startswith("struct<values:array<double>")
+    assert bare.collect()[0]["t"]["values"] == [5.0, 0.0]
+
+
+def test_select_over_a_whole_table_is_one_group(spark):  # noqa: F811
+    events = spark.createDataFrame([(0, 1.5), (1, 2.0), (0, 0.25)], "i int, v double")
+    row = events.select(skf.scatter_nd_agg(["i"], "v", [3], dtype="double").alias("t")).collect()
+    assert row[0]["t"]["values"] == [1.75, 2.0, 0.0] and row[0]["t"]["events"] == 3
+
+
+# -- the same bits whatever the partitioning ------------------------------------------------
+
+
+def _special_frame(n: int = 3000, seed: int = 11) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e308, -1e308, 5e-324, 1.0])
+    x = rng.standard_normal(n) * rng.choice([1e-20, 1.0, 1e20], n)
+    pick = rng.random(n) < 0.01
+    x[pick] = rng.choice(specials, pick.sum())
+    return pd.DataFrame(
+        {
+            "g": rng.integers(0, 40, n),
+            "h": rng.integers(0, 4, n),
+            "c": rng.integers(0, 3, n),
+            "x": x,
+            "i": rng.integers(-(2**62), 2**62, n),
+            "t": rng.integers(0, 3, n),
+        }
+    )
+
+
+def test_the_same_bits_for_1_3_and_16_partitions_shuffled(spark):  # noqa: F811
+    frame = _special_frame()
+    base = spark.createDataFrame(frame)
+    aggs = {}
+    for kind in ("float", "double"):
+        for reduction in ("sum", "mean", "min", "max"):
+            aggs[f"{kind}_{reduction}"] = (["h", "c"], "x", reduction, kind, None)
+        aggs[f"{kind}_none"] = (["h", "c"], "x", "none", kind, "t")
+    for reduction in ("sum", "prod", "min", "max", "mean"):
+        aggs[f"long_{reduction}"] = (["h", "c"], "i", reduction, "bigint", None)
+
+    def columns():
+        return {
+            n: skf.scatter_nd_agg(ix, up, SHAPE, reduction=r, dtype=d, order_by=o)
+            for n, (ix, up, r, d, o) in aggs.items()
+        }
+
+    results = []
+    for partitions, seed in ((1, 1), (3, 2), (16, 3)):
+        shuffled = base.orderBy(F.rand(seed)).repartition(partitions)
+        for way in ("aggregate", "agg"):
+            if way == "aggregate":
+                df = skf.aggregate(shuffled, "g", **columns())
+            else:
+                df = shuffled.groupBy("g").agg(*[c.alias(n) for n, c in columns().items()])
+            rows = sorted(df.collect(), key=lambda r: r["g"])
+            results.append(
+                {
+                    n: b"".join(np.array(r[n]["values"], _np(aggs[n][3])).tobytes() for r in rows)
+                    for n in aggs
+                }
+            )
+    print("partitions 1, 3, 16 shuffled; aggregate and groupBy().agg():")
+    for name in aggs:
+        digests = {hash(r[name]) for r in results}
+        print(f"  {name:12s} {len(results)} results, {len(digests)} distinct")
+        assert len(digests) == 1, name
+
+
+def _np(kind: str) -> np.dtype:
+    return {
+        "float": np.dtype(np.float32),
+        "double": np.dtype(np.float64),
+        "bigint": np.dtype(np.int64),
+    }[kind]
+
+
+# -- bad events ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bad_events(spark):  # noqa: F811
+    rows = [(1, 0, 1.0), (1, 5, 2.0), (2, None, 3.0), (2, 1, 4.0), (3, -2, 5.0), (3, 1, 6.0)]
+    return spark.createDataFrame(rows, "user long, i int, v double")
+
+
+def test_fail_names_the_group_and_the_reason(bad_events):
+    for run in (
+        lambda c: skf.aggregate(bad_events, "user", t=c).collect(),
+        lambda c: bad_events.groupBy("user").agg(c.alias("t")).collect(),
+    ):
+        with pytest.raises(Exception) as caught:
+            run(skf.scatter_nd_agg(["i"], "v", [2], dtype="double"))
+        text = str(caught.value)
+        assert (
+            "coordinate i=5 is out of range [-2, 2) of dimension 0" in text
+            or "coordinate i is null" in text
+        )
+
+
+def test_fail_in_aggregate_names_the_group_key(spark):  # noqa: F811
+    events = spark.createDataFrame([(1, 0, 1.0), (42, 7, 2.0)], "user long, i int, v double")
+    with pytest.raises(Exception, match=r"group user=42: coordinate i=7 is out of range"):
+        skf.aggregate(events, "user", t=skf.scatter_nd_agg(["i"], "v", [2])).collect()
+
+
+def test_keep_nulls_the_groups_tensor_and_keeps_its_message(bad_events):
+    rows = {
+        r["user"]: r["t"]
+        for r in skf.aggregate(
+            bad_events, "user", t=skf.scatter_nd_agg(["i"], "v", [2], on_error="keep")
+        ).collect()
+    }
+    assert rows[1]["values"] is None and rows[1]["shape"] is None
+    assert rows[1]["error"] == "coordinate i=5 is out of range [-2, 2) of dimension 0"
+    assert rows[2]["values"] is None and rows[2]["error"] == "coordinate i is null"
+    assert rows[3]["values"] == [5.0, 6.0] and rows[3]["error"] is None  # -2 wraps to 0
+
+
+def test_drop_skips_the_event_and_counts_it(bad_events):
+    for df in (
+        skf.aggregate(bad_events, "user", t=skf.scatter_nd_agg(["i"], "v", [2], on_error="drop")),
+        bad_events.groupBy("user").agg(
+            skf.scatter_nd_agg(["i"], "v", [2], on_error="drop", dtype="double").alias("t")
+        ),
+    ):
+        rows = {r["user"]: r["t"] for r in df.collect()}
+        assert (
+            rows[1]["values"] == [1.0, 0.0] and rows[1]["dropped"] == 1 and rows[1]["events"] == 1
+        )
+        assert rows[2]["values"] == [0.0, 4.0] and rows[2]["dropped"] == 1
+        assert rows[3]["dropped"] == 0 and rows[3]["events"] == 2
+
+
+def test_a_slice_of_the_wrong_length_follows_on_error(spark):  # noqa: F811
+    events = spark.createDataFrame(
+        [(1, 0, [1.0, 2.0]), (1, 1, [3.0])], "g long, i int, v array<double>"
+    )
+    row = skf.aggregate(
+        events, "g", t=skf.scatter_nd_agg(["i"], "v", [2, 2], on_error="keep")
+    ).collect()[0]
+    assert row["t"]["error"] == "updates 'v' holds 1 value(s); a slice of shape [2] takes 2"
+
+
+# -- scale: a key with half of the events -----------------------------------------------------
+
+
+def test_a_key_with_half_of_the_events_is_combined_before_the_shuffle(spark):  # noqa: F811
+    rng = np.random.default_rng(8)
+    n = 60_000
+    frame = pd.DataFrame(
+        {
+            "g": np.where(rng.random(n) < 0.5, 0, rng.integers(1, 2000, n)),
+            "h": rng.integers(0, 4, n),
+            "c": rng.integers(0, 3, n),
+            "x": rng.standard_normal(n),
+        }
+    )
+    events = spark.createDataFrame(frame).repartition(4)
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "2000")
+    try:
+        column = skf.scatter_nd_agg(["h", "c"], "x", SHAPE)
+        result = skf.aggregate(events, "g", t=column)
+        rows = {r["g"]: r["t"] for r in result.collect()}
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    for g in (0, 1, 1999):
+        events_of_g = frame[frame.g == g]
+        want = np.zeros(math.prod(SHAPE))
+        for cell, values in events_of_g.groupby(events_of_g.h * 3 + events_of_g.c).x:
+            want[cell] = math.fsum(values)  # correctly rounded: the exact sum rounded once
+        assert_bits(np.array(rows[g]["values"]), want, f"group {g}")
+        assert rows[g]["events"] == len(events_of_g)
+
+
+# -- the executor tasks without Spark: batch boundaries, budgets, combining --------------------
+
+
+def _task_batches(frame: pd.DataFrame, rows_per_batch: int, kinds: bool = False):
+    table = pa.table(
+        {
+            "__key0": frame.g.to_numpy(),
+            "__a0_c0": frame.h.to_numpy(np.int32),
+            "__a0_c1": frame.c.to_numpy(np.int32),
+            "__a0_u": frame.x.to_numpy(),
+        }
+    )
+    return table.to_batches(max_chunksize=rows_per_batch)
+
+
+def _run_tasks(frame, map_batch, reduce_batch, monkeypatch, budget):
+    monkeypatch.setattr(agg_tasks, "STATE_BUDGET", budget)
+    plan = AggPlan(("g",), (check_agg(["h", "c"], "x", list(SHAPE), dtype="double"),))
+    combined = pa.Table.from_batches(
+        list(combine_events(plan, iter(_task_batches(frame, map_batch))))
+    )
+    order = np.lexsort([combined.column("__key0").to_numpy()])
+    ordered = combined.take(pa.array(order))
+    out = pa.Table.from_batches(
+        list(finish_groups(plan, iter(ordered.to_batches(max_chunksize=reduce_batch))))
+    )
+    return combined, {
+        k: np.array(v["values"])
+        for k, v in zip(out.column("__key0").to_pylist(), out.column("__agg0").to_pylist())
+    }
+
+
+def test_tasks_give_the_same_bits_for_any_batch_sizes_and_budgets(monkeypatch):
+    rng = np.random.default_rng(4)
+    n = 5000
+    frame = pd.DataFrame(
+        {
+            "g": np.where(rng.random(n) < 0.5, 3, rng.integers(0, 50, n)),
+            "h": rng.integers(0, 4, n),
+            "c": rng.integers(0, 3, n),
+            "x": rng.standard_normal(n) * 1e10,
+        }
+    )
+    first = None
+    for map_batch, reduce_batch, budget in (
+        (5000, 5000, 1 << 30),
+        (700, 33, 1 << 30),
+        (997, 101, 3000),
+    ):
+        combined, result = _run_tasks(frame, map_batch, reduce_batch, monkeypatch, budget)
+        kinds = combined.column("__kind").to_numpy()
+        assert (kinds == 1).any(), "the key with half of the events was combined"
+        assert len(result) == frame.g.nunique()
+        if first is None:
+            first = result
+        for g in first:
+            assert first[g].tobytes() == result[g].tobytes(), (map_batch, reduce_batch, budget, g)
+    assert combined.num_rows < n / 2, "combining shrank what is shuffled"
+
+
+# -- arguments -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"reduction": "prod", "dtype": "float"}, "order of the events"),
+        ({"reduction": "mean", "dtype": "bool"}, "not defined"),
+        ({"reduction": "none"}, "needs 'order_by'"),
+        ({"order_by": "t"}, "is for reduction 'none'"),
+        ({"reduction": "avg"}, "'reduction' must be one of"),
+        ({"on_error": "skip"}, "'on_error' must be one of"),
+        ({"fill": 0.5, "dtype": "int"}, "fill"),
+    ],
+)
+def test_bad_arguments_are_clear_errors(kwargs, message):
+    with pytest.raises(SpecError, match=message):
+        skf.scatter_nd_agg(["h", "c"], "x", [4, 3], **kwargs)
+
+
+def test_too_many_index_columns_and_bad_shapes_are_refused():
+    with pytest.raises(SpecError, match="index column"):
+        skf.scatter_nd_agg(["a", "b", "c"], "x", [4, 3])
+    with pytest.raises(SpecError, match="shape"):
+        skf.scatter_nd_agg(["a"], "x", [-1])
+
+
+def test_aggregate_checks_the_events_schema(spark):  # noqa: F811
+    events = spark.createDataFrame(
+        [(1, 0.5, 1.0, [1.0])], "g long, f double, v double, a array<double>"
+    )
+    with pytest.raises(SpecError, match="coordinate 'f' must be an integer column"):
+        skf.aggregate(events, "g", t=skf.scatter_nd_agg(["f"], "v", [2]))
+    with pytest.raises(SpecError, match="no column 'nope'"):
+        skf.aggregate(events, "g", t=skf.scatter_nd_agg(["nope"], "v", [2]))
+    with pytest.raises(SpecError, match="take an array column"):
+        skf.aggregate(events, "g", t=skf.scatter_nd_agg(["g"], "v", [2, 2]))
+    with pytest.raises(SpecError, match="take a value column"):
+        skf.aggregate(events, "g", t=skf.scatter_nd_agg(["g"], "a", [2]))
+    with pytest.raises(TypeError, match="scatter_nd_agg"):
+        skf.aggregate(events, "g", t=skf.scatter_nd_agg(["g"], "v", [2]).alias("t"))
