@@ -17,7 +17,6 @@ import numpy as np
 
 from .element_types import element_type, numpy_dtype
 from .errors import SpecError
-from .spec import check_constant
 
 REDUCTIONS = ("sum", "prod", "min", "max", "mean", "none")
 AGG_ON_ERROR = ("fail", "keep", "drop")  # a bad event: stop, null the group's tensor, skip it
@@ -96,6 +95,8 @@ def check_agg(
     on_error: str = "fail",
 ) -> AggSpec:
     """The aggregate, checked; a SpecError (a ValueError) names the argument at fault."""
+    from .spec import check_constant  # spec reads aggregation steps from here
+
     if isinstance(indices, str):
         indices = [indices]
     if not isinstance(indices, Sequence) or not all(_is_name(c) for c in indices):
@@ -149,12 +150,48 @@ def agg_from_dict(raw: Any, where: str) -> AggSpec:
     allowed = {"indices", "updates", "shape", "reduction", "fill", "dtype", "order_by", "on_error"}
     unknown = sorted(set(raw) - allowed)
     missing = sorted({"indices", "updates", "shape"} - set(raw))
-    if unknown or missing:
-        raise SpecError(f"{where}: missing {missing}, unknown {unknown}; allowed {sorted(allowed)}")
+    if missing:
+        raise SpecError(f"{where}: missing {missing}")
+    if unknown:
+        raise SpecError(f"{where}: unknown key(s) {unknown}; allowed {sorted(allowed)}")
     try:
         return check_agg(**raw)
     except SpecError as exc:
         raise SpecError(f"{where}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class AggregateStep:
+    """A job's aggregation: events grouped by `by`, one output column per aggregate."""
+
+    by: tuple[str, ...]
+    aggregates: Mapping[str, AggSpec]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "by": list(self.by),
+            "aggregates": {n: a.to_dict() for n, a in self.aggregates.items()},
+        }
+
+
+def aggregate_from_dict(raw: Any, where: str) -> AggregateStep:
+    """A job's ``aggregate`` entry: ``{"by": [COL, ...], "aggregates": {NAME: {...}}}``."""
+    if not isinstance(raw, Mapping) or set(raw) != {"by", "aggregates"}:
+        raise SpecError(f"{where}: expected {{'by': [columns], 'aggregates': {{name: {{...}}}}}}")
+    by = raw["by"]
+    if isinstance(by, str):
+        by = [by]
+    if not isinstance(by, list) or not by or not all(_is_name(c) for c in by):
+        raise SpecError(f"{where}.by: expected a list of column names, got {by!r}")
+    aggregates = raw["aggregates"]
+    if not isinstance(aggregates, Mapping) or not aggregates:
+        raise SpecError(f"{where}.aggregates: expected an object of name: aggregate")
+    parsed = {}
+    for name, entry in aggregates.items():
+        if not _is_name(name) or name in by:
+            raise SpecError(f"{where}.aggregates: {name!r} must be a new column name")
+        parsed[name] = agg_from_dict(entry, f"{where}.aggregates.{name}")
+    return AggregateStep(tuple(by), parsed)
 
 
 def _is_name(value: Any) -> bool:

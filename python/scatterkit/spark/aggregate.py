@@ -25,7 +25,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .agg_spec import AggSpec, check_agg
+from .agg_spec import AggregateStep, AggSpec, check_agg
 from .agg_states import AggState, read_events
 from .agg_tasks import (
     KIND,
@@ -236,8 +236,20 @@ def _updates_type(spec: AggSpec) -> str:
     return f"array<{element}>" if spec.k < len(spec.shape) else element
 
 
+def aggregate_step(df: DataFrame, step: AggregateStep) -> DataFrame:
+    """A job's aggregation step over the events `df` (see `spec.JobSpec.aggregate`)."""
+    specs = {
+        name: settle_spec(df.schema, spec, f"aggregate.aggregates.{name}")
+        for name, spec in step.aggregates.items()
+    }
+    return plan_aggregate(df, step.by, specs)
+
+
 def plan_aggregate(df: DataFrame, by: Sequence[str], specs: dict[str, AggSpec]) -> DataFrame:
     """The DataFrame plan of `aggregate` (specs settled by `settle_spec`)."""
+    missing = [c for c in by if c not in df.columns]
+    if missing:
+        raise SpecError(f"aggregate: no column {missing[0]!r} to group by in {df.columns}")
     plan = AggPlan(tuple(by), tuple(specs.values()))
     columns = [F.col(c).alias(key_name(j)) for j, c in enumerate(by)]
     for i, spec in enumerate(plan.specs):

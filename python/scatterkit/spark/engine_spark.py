@@ -94,7 +94,8 @@ def _reporting_frame(
     return frame.drop(*stats.NAMES), observation
 
 
-def _staging(target: Location) -> Location:
+def staging_location(target: Location) -> Location:
+    """A hidden sibling of `target`, unique to this run."""
     parent, name = posixpath.split(target.path.rstrip("/"))
     hidden = f"{parent}/.{name}.scatterkit-{uuid.uuid4().hex[:12]}"
     uri = hidden if "://" not in target.uri else target.uri.replace(target.path, hidden, 1)
@@ -128,7 +129,7 @@ def run_spark_job(
     if not overwrite and on_cluster(spark, output_exists, target):
         raise FileExistsError(f"output {output_path!r} already exists")
     frame, observation = _reporting_frame(source, plan, schema, columns, raising=False)
-    staging = _staging(target)
+    staging = staging_location(target)
     try:
         frame.write.parquet(staging.uri)
         found = TaskStats.from_row(observation.get)

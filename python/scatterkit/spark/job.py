@@ -16,16 +16,17 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from .aggregate import aggregate_step
 from .cluster import on_cluster
 from .engine_arrow import ArrowPaths, resolve_paths, run_arrow_job
-from .engine_spark import run_spark_job, steps_frame
+from .engine_spark import run_spark_job, staging_location, steps_frame
 from .errors import EngineUnavailable, JobFailed, row_error_message
 from .plan import plan_job
 from .progress import Progress, is_connect
 from .spec import JobSpec
 from .stats import TaskStats
 from .steps import ON_ERROR, BatchPlan
-from .storage import locate, tree_bytes
+from .storage import locate, remove_directory, tree_bytes
 from .summary import JobSummary
 
 ENGINES = ("auto", "arrow", "spark")
@@ -95,6 +96,29 @@ def _path_bytes(spark: SparkSession, path: str) -> int | None:
         return None
 
 
+def _run_arrow(
+    spark: SparkSession,
+    source: DataFrame,
+    plan: BatchPlan,
+    schema: T.StructType,
+    columns: list[str],
+    paths: ArrowPaths,
+    overwrite: bool,
+) -> TaskStats:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    tensors = T.StructType([f for f in source.schema.fields if f.name in plan.tensor_columns])
+    return run_arrow_job(
+        spark,
+        plan,
+        to_arrow_schema(schema),
+        paths,
+        columns,
+        to_arrow_schema(tensors),
+        overwrite=overwrite,
+    )
+
+
 def _run(
     spark: SparkSession,
     source: DataFrame,
@@ -105,24 +129,23 @@ def _run(
     overwrite: bool,
     engine: str,
 ) -> tuple[TaskStats, str]:
-    """Runs the job on the chosen engine; returns its stats and the engine that ran it."""
-    plan, schema, columns = _plan(source, spec, on_error, locate_rows=True)
-    paths = choose_engine(engine, input_path, output_path)
-    if paths is not None:
-        from pyspark.sql.pandas.types import to_arrow_schema
+    """Runs the job on the chosen engine; returns its stats and the engine that ran it.
 
-        tensors = T.StructType([f for f in source.schema.fields if f.name in plan.tensor_columns])
+    With an aggregation the Arrow engine reads the groups from a hidden staging copy that
+    Spark writes beside the output (the grouping needs Spark's shuffle), removed after."""
+    plan, schema, columns = _plan(source, spec, on_error, locate_rows=spec.aggregate is None)
+    paths = choose_engine(engine, input_path, output_path)
+    if paths is not None and spec.aggregate is not None:
+        staging = staging_location(paths.target)
         try:
-            found = run_arrow_job(
-                spark,
-                plan,
-                to_arrow_schema(schema),
-                paths,
-                columns,
-                to_arrow_schema(tensors),
-                overwrite=overwrite,
-            )
-            return found, "arrow"
+            source.write.parquet(staging.uri)
+            staged = ArrowPaths(staging, paths.target)
+            return _run_arrow(spark, source, plan, schema, columns, staged, overwrite), "arrow"
+        finally:
+            on_cluster(spark, remove_directory, staging)
+    if paths is not None:
+        try:
+            return _run_arrow(spark, source, plan, schema, columns, paths, overwrite), "arrow"
         except EngineUnavailable as exc:  # found on the cluster: partition directories, ...
             _fall_back_unless_asked(engine, exc)
     found = run_spark_job(
@@ -160,7 +183,8 @@ def run_job(
         raise ValueError(f"mode must be 'errorifexists' or 'overwrite', got {mode!r}")
     if is_connect(spark):
         input_path, output_path = _from_here(input_path), _from_here(output_path)
-    source = spark.read.parquet(input_path)
+    events = spark.read.parquet(input_path)
+    source = events if spec.aggregate is None else aggregate_step(events, spec.aggregate)
     started = time.perf_counter()
     overwrite = mode == "overwrite"
     try:
@@ -186,8 +210,9 @@ def run_job(
         assert counts is not None  # an aggregate has one row
         errors = {s.output: int(n) for s, n in zip(spec.steps, counts)}
         error_rows = int(counts[-1])
+    aggregated = _aggregated(written, spec)
     return JobSummary(
-        rows_in=source.count(),
+        rows_in=events.count(),
         rows_out=written.count(),
         seconds=seconds,
         errors=errors,
@@ -201,4 +226,26 @@ def run_job(
         executor_modules=sorted(found.modules),
         executor_threads=sorted(found.threads),
         engine=used,
+        aggregated=aggregated,
     )
+
+
+def _aggregated(written: DataFrame, spec: JobSpec) -> dict[str, dict[str, int]]:
+    """Per aggregate: events folded, events dropped (on_error drop), groups kept in error."""
+    if spec.aggregate is None:
+        return {}
+    names = list(spec.aggregate.aggregates)
+    sums = []
+    for name in names:
+        sums += [
+            F.sum(F.col(f"`{name}`.events")),
+            F.sum(F.col(f"`{name}`.dropped")),
+            F.count(F.col(f"`{name}`.error")),
+        ]
+    row = written.select(*sums).first()
+    assert row is not None  # an aggregate has one row
+    keys = ("events", "dropped", "error_groups")
+    return {
+        name: {k: int(row[3 * i + j] or 0) for j, k in enumerate(keys)}
+        for i, name in enumerate(names)
+    }

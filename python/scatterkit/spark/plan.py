@@ -68,14 +68,15 @@ def plan_job(
     """The executors' plan and the output schema of `spec` applied to `schema`."""
     columns: dict[str, T.DataType] = {f.name: f.dataType for f in schema.fields}
     input_names = list(columns)
-    if spec.row_id is not None and spec.row_id not in columns:
-        raise SpecError(f"job: row_id column {spec.row_id!r} is not in the input")
+    row_id = spec.row_name
+    if row_id is not None and row_id not in columns:
+        raise SpecError(f"job: row_id column {row_id!r} is not in the input")
     passthrough = list(spec.passthrough) if spec.passthrough is not None else input_names
     for name in passthrough:
         if name not in columns:
             raise SpecError(f"job: passthrough column {name!r} is not in the input")
-    if spec.row_id is not None and spec.row_id not in passthrough:
-        passthrough.insert(0, spec.row_id)  # failed rows must stay identifiable
+    if row_id is not None and row_id not in passthrough:
+        passthrough.insert(0, row_id)  # failed rows must stay identifiable
     out_fields = [T.StructField(n, columns[n], True) for n in passthrough]
     for number, step in enumerate(spec.steps):
         where = f"steps[{number}]"
@@ -93,7 +94,7 @@ def plan_job(
         steps=spec.steps,
         output_columns=tuple(f.name for f in out_fields),
         keep_errors=keep_errors,
-        row_id=spec.row_id,
-        locate_rows=locate_rows and spec.row_id is None,
+        row_id=row_id,
+        locate_rows=locate_rows and row_id is None,
     )
     return plan, T.StructType(out_fields)

@@ -18,6 +18,14 @@ An input is a column name (a tensor struct ``<values, shape>`` or a plain array,
 tensor), ``{"values": COL, "shape": COL}`` (two columns), or a constant
 ``{"fill": X, "shape": [...], "dtype": "float"}`` (X a value of that type: no 300 in a
 tinyint, no 0.5 in an int). A step may read an earlier step's output.
+
+An event table is first grouped by an ``aggregate`` step (see `agg_spec`): the per-row
+steps then run on one row per group, holding the ``by`` columns and each aggregate::
+
+    "aggregate": {"by": ["user_id"],
+                  "aggregates": {"spend": {"indices": ["hour", "category"],
+                                           "updates": "amount", "shape": [24, 16],
+                                           "reduction": "sum"}}}
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from .._registry import OPS as REGISTRY
+from .agg_spec import AggregateStep, aggregate_from_dict
 from .element_types import element_type, numpy_dtype
 from .errors import SpecError
 
@@ -156,14 +165,25 @@ class JobSpec:
     steps: tuple[Step, ...]
     row_id: str | None = None  # a column naming rows in error messages
     passthrough: tuple[str, ...] | None = None  # input columns written out (None: all)
+    aggregate: AggregateStep | None = None  # events grouped first, one row per group
+
+    @property
+    def row_name(self) -> str | None:
+        """The column naming rows in messages: `row_id`, else an aggregation's single key."""
+        if self.row_id is None and self.aggregate is not None and len(self.aggregate.by) == 1:
+            return self.aggregate.by[0]
+        return self.row_id
 
     @classmethod
     def from_dict(cls, spec: Mapping[str, Any]) -> JobSpec:
         """Parses and checks a decoded JSON specification."""
-        _check_keys(spec, "job", {"steps"}, {"row_id", "passthrough"})
-        steps = spec["steps"]
-        if not isinstance(steps, list) or not steps:
-            raise SpecError("job: 'steps' must be a non-empty list")
+        _check_keys(spec, "job", set(), {"steps", "row_id", "passthrough", "aggregate"})
+        aggregate = None
+        if "aggregate" in spec:
+            aggregate = aggregate_from_dict(spec["aggregate"], "aggregate")
+        steps = spec.get("steps", [])
+        if not isinstance(steps, list) or not (steps or aggregate):
+            raise SpecError("job: 'steps' must be a non-empty list (or give an 'aggregate')")
         parsed = tuple(_parse_step(s, f"steps[{i}]") for i, s in enumerate(steps))
         row_id = spec.get("row_id")
         if row_id is not None and not _is_name(row_id):
@@ -176,12 +196,12 @@ class JobSpec:
             if twice:
                 raise SpecError(f"job: 'passthrough' names column {twice[0]!r} twice")
             passthrough = tuple(passthrough)
-        outputs: set[str] = set()
+        outputs: set[str] = set(aggregate.aggregates) if aggregate else set()
         for i, step in enumerate(parsed):
             if step.output in outputs:
                 raise SpecError(f"steps[{i}]: output column {step.output!r} is written twice")
             outputs.add(step.output)
-        return cls(parsed, row_id, passthrough)
+        return cls(parsed, row_id, passthrough, aggregate)
 
     @classmethod
     def from_json(cls, text: str) -> JobSpec:
@@ -215,6 +235,8 @@ class JobSpec:
     def to_dict(self) -> dict[str, Any]:
         """The specification as JSON-ready data (round-trips through `from_dict`)."""
         out: dict[str, Any] = {"steps": [_step_dict(s) for s in self.steps]}
+        if self.aggregate is not None:
+            out["aggregate"] = self.aggregate.to_dict()
         if self.row_id is not None:
             out["row_id"] = self.row_id
         if self.passthrough is not None:

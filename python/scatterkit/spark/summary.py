@@ -38,6 +38,9 @@ class JobSummary:
     executor_modules: list[str] = field(default_factory=list)  # sk.__file__ on executors
     executor_threads: list[int] = field(default_factory=list)  # kernel threads per task
     engine: str = "spark"  # who read and wrote the Parquet: "arrow" or "spark"
+    # With an aggregation step (rows in are events, rows out groups): per aggregate, the
+    # events folded, the events dropped (on_error "drop") and the groups kept in error.
+    aggregated: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def rows_per_second(self) -> float:
@@ -52,9 +55,20 @@ class JobSummary:
         """The human-readable summary."""
         errors = ", ".join(f"{k}: {v}" for k, v in self.errors.items() if v) or "none"
         kept = f"errors    {self.error_rows:,} row(s) kept with errors (per step: {errors})"
+        if self.aggregated:
+            rows = [f"rows      {self.rows_in:,} events in, {self.rows_out:,} groups out"]
+            rows += [
+                f"events    {name}: {a['events']:,} folded, {a['dropped']:,} dropped, "
+                f"{a['error_groups']:,} group(s) kept in error"
+                for name, a in self.aggregated.items()
+            ]
+        else:
+            rows = [
+                f"rows      {self.rows_in:,} in, {self.rows_out:,} out"
+                + ("" if self.rows_in == self.rows_out else "  << ROW COUNT MISMATCH")
+            ]
         return [
-            f"rows      {self.rows_in:,} in, {self.rows_out:,} out"
-            + ("" if self.rows_in == self.rows_out else "  << ROW COUNT MISMATCH"),
+            *rows,
             *([kept] if self.errors else []),
             f"bytes     tensors {_mb(self.tensor_bytes_in)} in, {_mb(self.tensor_bytes_out)} out;"
             f" Parquet {_mb(self.input_bytes)} in, {_mb(self.output_bytes)} out",
