@@ -9,12 +9,14 @@ with its progress lines, the column functions, the demo, and ``$SPARK_REMOTE``.
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 
 import numpy as np
 import pytest
 from connect_server import connect_server  # noqa: F401
+from pyspark.sql import functions as F
 from spark_helpers import pa, pq, tensor_column, tensor_rows, write_parquet
 
 import scatterkit as sk
@@ -167,6 +169,66 @@ def test_the_column_functions_run_through_the_server(remote, data):
                                                     row_id="uid"))  # fmt: skip
     with pytest.raises(Exception, match=rf"{RowError.__name__}: .*row_id={1000 + BAD_ROW}"):
         failing.collect()
+
+
+@pytest.fixture(scope="module")
+def events(tmp_path_factory):
+    """3,000 events of 50 users over a (4, 3) tensor; user 7 has half of them."""
+    rng = np.random.default_rng(9)
+    n = 3000
+    table = pa.table(
+        {
+            "user": np.where(rng.random(n) < 0.5, 7, rng.integers(0, 50, n)),
+            "h": rng.integers(0, 4, n).astype(np.int32),
+            "c": rng.integers(0, 3, n).astype(np.int32),
+            "x": rng.standard_normal(n) * rng.choice([1e-10, 1.0, 1e10], n),
+        }
+    )
+    return table, write_parquet(tmp_path_factory.mktemp("events") / "in", table, files=3)
+
+
+def _sums(table, user: int) -> np.ndarray:
+    """The exact sum per cell, rounded once (math.fsum is correctly rounded)."""
+    mine = table.filter(pa.compute.equal(table.column("user"), user)).to_pydict()
+    cells: dict[int, list[float]] = {}
+    for h, c, x in zip(mine["h"], mine["c"], mine["x"]):
+        cells.setdefault(h * 3 + c, []).append(x)
+    out = np.zeros(12)
+    for cell, values in cells.items():
+        out[cell] = math.fsum(values)
+    return out
+
+
+def test_event_aggregation_runs_through_the_server(remote, events, tmp_path):
+    table, source = events
+    df = remote.read.parquet(str(source))
+    results = []
+    for partitions in (1, 5):
+        shuffled = df.repartition(partitions)
+        planned = skf.aggregate(shuffled, "user", s=skf.scatter_nd_agg(["h", "c"], "x", [4, 3]))
+        bare = shuffled.groupBy("user").agg(
+            skf.scatter_nd_agg(["h", "c"], "x", [4, 3], dtype="double").alias("s")
+        )
+        for frame in (planned, bare):
+            rows = {r["user"]: np.array(r["s"]["values"]) for r in frame.collect()}
+            results.append(b"".join(rows[u].tobytes() for u in sorted(rows)))
+            for user in (7, 0, 49):
+                assert rows[user].tobytes() == _sums(table, user).tobytes()
+    assert len(set(results)) == 1  # the same bits for both ways and both partitionings
+    bad = df.withColumn("h", F.when(F.col("user") == 3, 9).otherwise(F.col("h")))
+    with pytest.raises(Exception, match=r"group user=3: coordinate h=9 is out of range"):
+        skf.aggregate(bad, "user", s=skf.scatter_nd_agg(["h", "c"], "x", [4, 3])).collect()
+    spec = JobSpec.from_dict(
+        {"aggregate": {"by": ["user"], "aggregates": {
+            "s": {"indices": ["h", "c"], "updates": "x", "shape": [4, 3]}}}}
+    )  # fmt: skip
+    for engine in ("arrow", "spark"):
+        summary = run_job(remote, spec, str(source), str(tmp_path / engine), engine=engine)
+        assert summary.engine == engine and summary.rows_out == 50
+        assert summary.aggregated == {"s": {"events": 3000, "dropped": 0, "error_groups": 0}}
+        written = pq.read_table(tmp_path / engine).to_pydict()
+        user7 = written["user"].index(7)
+        assert np.array(written["s"][user7]["values"]).tobytes() == _sums(table, 7).tobytes()
 
 
 def test_the_demo_runs_through_the_server(connect_server, tmp_path, capsys):  # noqa: F811
