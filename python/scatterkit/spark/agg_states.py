@@ -77,14 +77,12 @@ def _coordinate_problem(spec: AggSpec, axis: int, value: int | None) -> str:
     return f"coordinate {name}={value} is out of range [-{extent}, {extent}) of dimension {axis}"
 
 
-def read_events(
-    spec: AggSpec,
-    coordinates: Sequence[pa.Array],
-    updates: pa.Array,
-    order: pa.Array | None = None,
-) -> EventRows:
-    """Checks and flattens a batch of events (columns as Arrow arrays, nulls allowed)."""
-    rows = len(updates)
+def locate(
+    spec: AggSpec, coordinates: Sequence[pa.Array]
+) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
+    """Each event's flat offset in the tensor (negative coordinates wrap once), whether its
+    coordinates are good, and the message of each bad one (row -> message)."""
+    rows = len(coordinates[0])
     offset = np.zeros(rows, np.int64)
     good = np.ones(rows, bool)
     problems: dict[int, str] = {}
@@ -101,66 +99,80 @@ def read_events(
         good &= ok
         offset += np.where(ok, wrapped, 0) * stride
         stride *= extent
-    dtype = spec.element_dtype
-    order_key = order_valid = None
-    if order is not None:
-        order_key, order_valid = order_keys(order)
-    present = np.asarray(updates.is_valid()) & good
-    if order_valid is not None:
-        present &= order_valid  # an event without an order_by value is skipped, like a null
+    return offset, good, problems
+
+
+def slice_problems(spec: AggSpec, updates: pa.Array) -> dict[int, str]:
+    """Rows whose (non-null) slice does not hold ``prod(shape[k:])`` values."""
     if spec.k == len(spec.shape):
-        values = np.asarray(
-            updates.fill_null(False if dtype == np.bool_ else 0).cast(pa.from_numpy_dtype(dtype))
-        )
-        element_row = np.flatnonzero(present)
-        element_value = values[element_row]
-        element_offset = offset[element_row]
-    else:
-        element_row, element_offset, element_value = _slices(
-            spec, updates, offset, present, problems, good
-        )
-    counted = present & good
-    element_order = order_key[element_row] if order_key is not None else None
-    return EventRows(
-        rows, counted, problems, element_row, element_offset, element_value, element_order
-    )
-
-
-def _slices(
-    spec: AggSpec,
-    updates: pa.Array,
-    offset: np.ndarray,
-    present: np.ndarray,
-    problems: dict[int, str],
-    good: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The elements of array-valued updates: each row's list must hold a whole slice."""
+        return {}
     if not (pa.types.is_list(updates.type) or pa.types.is_large_list(updates.type)):
         raise TypeError(
             f"updates {spec.updates!r} must be an array column for {spec.k} index column(s) "
             f"of a rank-{len(spec.shape)} tensor, got {updates.type}"
         )
     size = spec.slice_size
-    lengths = np.asarray(pc.list_value_length(updates).fill_null(0), dtype=np.int64)
-    wrong = present & (lengths != size)
-    for row in np.flatnonzero(wrong):
-        problems[int(row)] = (
-            f"updates {spec.updates!r} holds {lengths[row]} value(s); a slice of shape "
-            f"{list(spec.shape[spec.k :])} takes {size}"
-        )
-    good &= ~wrong
-    present &= ~wrong
-    rows = np.flatnonzero(present)
-    starts = np.asarray(updates.offsets, dtype=np.int64)[:-1][rows]
-    child = updates.values
-    positions = (starts[:, None] + np.arange(size)).ravel()
-    element_row = np.repeat(rows, size)
-    element_offset = (offset[rows][:, None] + np.arange(size)).ravel()
+    lengths = np.asarray(pc.list_value_length(updates).fill_null(size), dtype=np.int64)
+    return {
+        int(row): f"updates {spec.updates!r} holds {lengths[row]} value(s); a slice of shape "
+        f"{list(spec.shape[spec.k :])} takes {size}"
+        for row in np.flatnonzero(lengths != size)
+    }
+
+
+def flatten(
+    spec: AggSpec,
+    offset: np.ndarray,
+    good: np.ndarray,
+    updates: pa.Array,
+    order: pa.Array | None = None,
+) -> EventRows:
+    """The elements of the good events (checked already) with a value: a null value, a
+    null inside a slice or a null order_by is skipped, as Spark's aggregates skip nulls."""
+    rows = len(updates)
     dtype = spec.element_dtype
+    order_key = None
+    present = np.asarray(updates.is_valid()) & good
+    if order is not None:
+        order_key, order_valid = order_keys(order)
+        present &= order_valid
     fill = False if dtype == np.bool_ else 0
-    child_values = np.asarray(child.fill_null(fill).cast(pa.from_numpy_dtype(dtype)))
-    keep = np.asarray(child.is_valid())[positions]  # a null value inside a slice is skipped
-    return element_row[keep], element_offset[keep], child_values[positions[keep]]
+    arrow_type = pa.from_numpy_dtype(dtype)
+    element_row = np.flatnonzero(present)
+    if spec.k == len(spec.shape):
+        values = np.asarray(updates.fill_null(fill).cast(arrow_type))
+        element_value = values[element_row]
+        element_offset = offset[element_row]
+    else:
+        size = spec.slice_size
+        starts = np.asarray(updates.offsets, dtype=np.int64)[:-1][element_row]
+        positions = (starts[:, None] + np.arange(size)).ravel()
+        element_row = np.repeat(element_row, size)
+        element_offset = (offset[present][:, None] + np.arange(size)).ravel()
+        child = updates.values
+        keep = np.asarray(child.is_valid())[positions]
+        child_values = np.asarray(child.fill_null(fill).cast(arrow_type))
+        element_row, element_offset = element_row[keep], element_offset[keep]
+        element_value = child_values[positions[keep]]
+    element_order = order_key[element_row] if order_key is not None else None
+    return EventRows(rows, present, {}, element_row, element_offset, element_value, element_order)
+
+
+def read_events(
+    spec: AggSpec,
+    coordinates: Sequence[pa.Array],
+    updates: pa.Array,
+    order: pa.Array | None = None,
+) -> EventRows:
+    """Checks and flattens a batch of events (columns as Arrow arrays, nulls allowed)."""
+    offset, good, problems = locate(spec, coordinates)
+    wrong = slice_problems(spec, updates)
+    for row, message in wrong.items():
+        good[row] = False
+        problems.setdefault(row, message)
+    events = flatten(spec, offset, good, updates, order)
+    events.problems = problems
+    return events
 
 
 def _identity(reduction: str, dtype: np.dtype) -> object:
@@ -292,6 +304,13 @@ class AggState:
             self._fold_latest(base + hit, parts[0][hit], parts[2][hit])
         else:
             self._fold_elements(base + hit, parts[0][hit], None)
+
+    def add_problem(self, slot: int, message: str) -> None:
+        """A bad event of group `slot`: counted (on_error drop) or its message kept."""
+        if self.spec.on_error == "drop":
+            self.dropped[slot] += 1
+        else:
+            self.set_error(slot, message)
 
     def set_error(self, slot: int, message: str) -> None:
         """Keeps the smallest message: the same one whatever order the events come in."""

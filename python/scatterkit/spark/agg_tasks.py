@@ -1,14 +1,23 @@
 """Executor side of `aggregate`: the map-side combiner and the reduce-side finisher.
 
-Columns between the driver's plan and these tasks have fixed names: the group key
-columns ``__key0..``, then for aggregate i its coordinates ``__a{i}_c{j}``, its updates
-``__a{i}_u`` and its order ``__a{i}_o`` (reduction none). The combiner adds ``__kind``
-(0: an event, 1: a combined state) and the states ``__a{i}_s``.
+The combiner reads the events under fixed names (`AggPlan` gives them): the group key
+``__key0..``, the raw coordinates ``__coord{m}``, each value column (cast to its
+aggregate's type) ``__value{v}`` and each order_by column ``__order{o}``. It checks every
+event once and sends on compact rows: the key, one flat offset ``__cell{g}`` per distinct
+set of coordinates (null where they are bad), the values, the orders, a ``__kind`` and a
+``__blob``:
+
+- EVENT: an event that goes through the shuffle as it is;
+- STATE: the combined states of a key (every aggregate) in the blob;
+- PROBLEM: a bad event of aggregate i (on_error keep or drop): i and its message.
+
+The finisher gets them sorted by key and folds group after group.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import struct
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,50 +25,75 @@ import numpy as np
 import pyarrow as pa
 
 from .agg_spec import AggSpec
-from .agg_states import AggState, EventRows, read_events
+from .agg_states import AggState, EventRows, flatten, locate, slice_problems
 from .errors import RowError
 from .steps import configure_threads
 
-KIND = "__kind"
-EVENT, STATE = 0, 1
+KIND, BLOB = "__kind", "__blob"
+EVENT, STATE, PROBLEM = 0, 1, 2
 STATE_BUDGET = 128 << 20  # bytes of states a task holds before it sends them on
+RESULT_FIELDS = ("values", "shape", "error", "events", "dropped")
 
 
 def key_name(j: int) -> str:
     return f"__key{j}"
 
 
-def coordinate_name(i: int, j: int) -> str:
-    return f"__a{i}_c{j}"
-
-
-def updates_name(i: int) -> str:
-    return f"__a{i}_u"
-
-
-def order_name(i: int) -> str:
-    return f"__a{i}_o"
-
-
-def state_name(i: int) -> str:
-    return f"__a{i}_s"
-
-
 @dataclass(frozen=True)
 class AggPlan:
-    """What the tasks of one `aggregate` need: the key's names (for messages) and the
-    aggregates, dtypes settled."""
+    """What the tasks of one `aggregate` need: the key's names (for messages), the
+    aggregates (dtypes settled) and which shared event columns each one reads."""
 
     key_names: tuple[str, ...]
     specs: tuple[AggSpec, ...]
 
     @property
-    def keys(self) -> int:
-        return len(self.key_names)
+    def keys(self) -> tuple[str, ...]:
+        return tuple(key_name(j) for j in range(len(self.key_names)))
+
+    @property
+    def coordinates(self) -> tuple[str, ...]:
+        """The distinct coordinate columns, read as ``__coord{m}``."""
+        return tuple(dict.fromkeys(c for s in self.specs for c in s.indices))
+
+    @property
+    def cell_groups(self) -> tuple[tuple[Any, ...], ...]:
+        """Aggregates with the same coordinates, leading extents and slice share an offset."""
+        return tuple(dict.fromkeys(_cell_group(s) for s in self.specs))
+
+    @property
+    def values(self) -> tuple[tuple[str, str, int], ...]:
+        """The distinct (updates column, element type, slice size), read as ``__value{v}``."""
+        return tuple(dict.fromkeys(_value_group(s) for s in self.specs))
+
+    @property
+    def orders(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(s.order_by for s in self.specs if s.order_by))
+
+    def cell_of(self, i: int) -> str:
+        return f"__cell{self.cell_groups.index(_cell_group(self.specs[i]))}"
+
+    def value_of(self, i: int) -> str:
+        return f"__value{self.values.index(_value_group(self.specs[i]))}"
+
+    def order_of(self, i: int) -> str | None:
+        order = self.specs[i].order_by
+        return None if order is None else f"__order{self.orders.index(order)}"
+
+    def coordinate_names(self, i: int) -> list[str]:
+        return [f"__coord{self.coordinates.index(c)}" for c in self.specs[i].indices]
 
     def state_bytes(self) -> int:
         """Bytes of one group's states, all aggregates (what combining a group costs)."""
         return sum(len(AggState(spec, 1).state_bytes(0)) for spec in self.specs)
+
+
+def _cell_group(spec: AggSpec) -> tuple[Any, ...]:
+    return (spec.indices, spec.shape[: spec.k], spec.slice_size)
+
+
+def _value_group(spec: AggSpec) -> tuple[str, str, int]:
+    return (spec.updates, spec.dtype or "", spec.slice_size)
 
 
 def group_name(plan: AggPlan, key: Sequence[Any]) -> str:
@@ -67,109 +101,209 @@ def group_name(plan: AggPlan, key: Sequence[Any]) -> str:
     return ", ".join(f"{name}={value!r}" for name, value in zip(plan.key_names, key))
 
 
-def _events_of(batch: pa.RecordBatch, i: int, spec: AggSpec) -> EventRows:
-    coordinates = [batch.column(coordinate_name(i, j)) for j in range(spec.k)]
-    order = batch.column(order_name(i)) if spec.order_by else None
-    return read_events(spec, coordinates, batch.column(updates_name(i)), order)
-
-
-def _raise_first_problem(plan: AggPlan, spec: AggSpec, events: EventRows, key_of_row: Any) -> None:
-    if spec.on_error == "fail" and events.problems:
-        row, message = min(events.problems.items(), key=lambda item: item[1])
-        raise RowError(f"group {group_name(plan, key_of_row(row))}: {message}")
-
-
-def _key_rows(batch: pa.RecordBatch, plan: AggPlan) -> Any:
-    columns = [batch.column(key_name(j)) for j in range(plan.keys)]
+def _key_reader(batch: pa.RecordBatch, plan: AggPlan) -> Callable[[int], tuple[Any, ...]]:
+    columns = [batch.column(k) for k in plan.keys]
     return lambda row: tuple(c[row].as_py() for c in columns)
 
 
 # -- map side ----------------------------------------------------------------------------
 
 
+@dataclass
+class _Checked:
+    """A batch of raw events, checked: per cell group the offsets (int32, null if bad),
+    per aggregate its problems (row -> message)."""
+
+    cells: dict[str, pa.Array]
+    problems: list[dict[int, str]]
+    wrong_slices: dict[str, dict[int, str]]  # per value column
+
+
+def _check(plan: AggPlan, batch: pa.RecordBatch) -> _Checked:
+    cells: dict[str, pa.Array] = {}
+    problems: list[dict[int, str]] = []
+    wrong_slices: dict[str, dict[int, str]] = {}
+    located: dict[str, tuple[np.ndarray, np.ndarray, dict[int, str]]] = {}
+    for i, spec in enumerate(plan.specs):
+        name = plan.cell_of(i)
+        if name not in located:
+            coordinates = [batch.column(c) for c in plan.coordinate_names(i)]
+            located[name] = offset, good, _ = locate(spec, coordinates)
+            cells[name] = pa.array(offset.astype(np.int32), mask=~good)
+        value = plan.value_of(i)
+        if value not in wrong_slices:
+            wrong_slices[value] = slice_problems(spec, batch.column(value))
+        found = dict(located[name][2])
+        for row, message in wrong_slices[value].items():
+            found.setdefault(row, message)
+        problems.append(found)
+    return _Checked(cells, problems, wrong_slices)
+
+
+def _raise_if_failing(
+    plan: AggPlan, problems: list[dict[int, str]], key_of_row: Callable[[int], Any]
+) -> None:
+    for spec, found in zip(plan.specs, problems):
+        if spec.on_error == "fail" and found:
+            row, message = min(found.items(), key=lambda item: item[1])
+            raise RowError(f"group {group_name(plan, key_of_row(row))}: {message}")
+
+
+def _events(plan: AggPlan, i: int, rows: pa.RecordBatch, problems: dict[int, str]) -> EventRows:
+    """Aggregate i's events of compact rows (``__cell`` null where the event is bad)."""
+    spec = plan.specs[i]
+    cell = rows.column(plan.cell_of(i))
+    good = np.asarray(cell.is_valid())
+    offset = np.asarray(cell.fill_null(0), dtype=np.int64)
+    values = rows.column(plan.value_of(i))
+    for row in problems:  # a wrong slice length: bad for this aggregate only
+        good[row] = False
+    order_name = plan.order_of(i)
+    order = rows.column(order_name) if order_name else None
+    events = flatten(spec, offset, good, values, order)
+    events.problems = problems
+    return events
+
+
 def combine_events(plan: AggPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Passes events on, except those of keys frequent enough in a batch that one state
-    per key is smaller than their events: those fold into task-wide states, sent at the
-    end (or when they pass STATE_BUDGET). Shuffled bytes then grow with keys, not events."""
+    """Checks events and passes them on compactly, except those of keys frequent enough in
+    a batch that one state per key is smaller than their events: those fold into task-wide
+    states, sent at the end (or at STATE_BUDGET). Shuffled bytes then grow with keys, not
+    events. A bad event fails the task (on_error fail) or travels as a PROBLEM row."""
     configure_threads()
     group_bytes = plan.state_bytes()
     hot: dict[tuple[Any, ...], list[AggState]] = {}
-    template: pa.RecordBatch | None = None
-    names = [key_name(j) for j in range(plan.keys)]
+    schema: pa.Schema | None = None
     for batch in batches:
-        template = batch
-        rows = batch.num_rows
-        threshold = max(2, group_bytes * rows // max(1, batch.nbytes))
-        if rows < threshold:
-            yield _as_events(plan, batch)
-            continue
-        table = pa.Table.from_batches([batch]).select(names)
-        table = table.append_column("__row", pa.array(np.arange(rows)))
-        groups = table.group_by(names, use_threads=False).aggregate([("__row", "list")])
-        lists = groups.column("__row_list")
-        lengths = np.asarray(lists.combine_chunks().value_lengths())
-        frequent = np.flatnonzero(lengths >= threshold)
-        if len(frequent) == 0:
-            yield _as_events(plan, batch)
-            continue
-        combined = np.zeros(rows, bool)
-        for g in frequent:
-            key = tuple(groups.column(n)[int(g)].as_py() for n in names)
-            member_rows = np.asarray(lists[int(g)].values)
-            combined[member_rows] = True
-            _fold_into(plan, hot, key, batch.take(pa.array(member_rows)))
-        yield _as_events(plan, batch.filter(pa.array(~combined)))
+        checked = _check(plan, batch)
+        _raise_if_failing(plan, checked.problems, _key_reader(batch, plan))
+        compact = _compact(plan, batch, checked)
+        schema = compact.schema
+        rows = compact.num_rows
+        threshold = max(2, group_bytes * rows // max(1, compact.nbytes))
+        combined = _combine_frequent(plan, compact, checked, threshold, hot) if rows else None
+        if combined is None:
+            yield compact
+            yield from _problem_rows(plan, compact, checked.problems)
+        else:
+            kept = pa.array(~combined)
+            yield compact.filter(kept)
+            still = [{r: m for r, m in p.items() if not combined[r]} for p in checked.problems]
+            yield from _problem_rows(plan, compact, still)
         if len(hot) * group_bytes > STATE_BUDGET:
-            yield _states_batch(plan, template, hot)
+            yield _state_rows(plan, schema, hot)
             hot = {}
-    if hot and template is not None:
-        yield _states_batch(plan, template, hot)
+    if hot and schema is not None:
+        yield _state_rows(plan, schema, hot)
 
 
-def _fold_into(
-    plan: AggPlan,
-    hot: dict[tuple[Any, ...], list[AggState]],
-    key: tuple[Any, ...],
-    rows: pa.RecordBatch,
-) -> None:
-    states = hot.get(key)
-    if states is None:
-        states = hot[key] = [AggState(spec, 1) for spec in plan.specs]
-    slot_of_row = np.zeros(rows.num_rows, np.int64)
-    for i, (spec, state) in enumerate(zip(plan.specs, states)):
-        events = _events_of(rows, i, spec)
-        _raise_first_problem(plan, spec, events, lambda _row: key)
-        state.fold(events, slot_of_row)
-
-
-def _as_events(plan: AggPlan, batch: pa.RecordBatch) -> pa.RecordBatch:
+def _compact(plan: AggPlan, batch: pa.RecordBatch, checked: _Checked) -> pa.RecordBatch:
     n = batch.num_rows
-    columns = [*batch.columns, pa.array(np.zeros(n, np.int8))]
-    columns += [pa.nulls(n, pa.binary()) for _ in plan.specs]
-    names = list(batch.schema.names) + [KIND] + [state_name(i) for i in range(len(plan.specs))]
+    names = list(plan.keys) + list(checked.cells)
+    columns = [batch.column(k) for k in plan.keys] + list(checked.cells.values())
+    for v in range(len(plan.values)):
+        names.append(f"__value{v}")
+        values = batch.column(f"__value{v}")
+        wrong = checked.wrong_slices.get(f"__value{v}")
+        if wrong:  # a slice of the wrong length travels as a null (its problem row follows)
+            mask = np.zeros(n, bool)
+            mask[list(wrong)] = True
+            values = pa.compute.if_else(pa.array(mask), pa.nulls(n, values.type), values)
+        columns.append(values)
+    for o in range(len(plan.orders)):
+        names.append(f"__order{o}")
+        columns.append(batch.column(f"__order{o}"))
+    names += [KIND, BLOB]
+    columns += [pa.array(np.full(n, EVENT, np.int8)), pa.nulls(n, pa.binary())]
     return pa.RecordBatch.from_arrays(columns, names=names)
 
 
-def _states_batch(
-    plan: AggPlan, template: pa.RecordBatch, hot: dict[tuple[Any, ...], list[AggState]]
+def _combine_frequent(
+    plan: AggPlan,
+    compact: pa.RecordBatch,
+    checked: _Checked,
+    threshold: int,
+    hot: dict[tuple[Any, ...], list[AggState]],
+) -> np.ndarray | None:
+    """Folds the rows of keys with at least `threshold` rows into `hot`; returns which
+    rows it folded (None if no key was that frequent)."""
+    rows = compact.num_rows
+    if rows < threshold:
+        return None
+    keys = pa.Table.from_batches([compact]).select(list(plan.keys))
+    keys = keys.append_column("__row", pa.array(np.arange(rows)))
+    groups = keys.group_by(list(plan.keys), use_threads=False).aggregate([("__row", "list")])
+    lists = groups.column("__row_list").combine_chunks()
+    frequent = np.flatnonzero(np.asarray(lists.value_lengths()) >= threshold)
+    if len(frequent) == 0:
+        return None
+    combined = np.zeros(rows, bool)
+    for g in frequent:
+        key = tuple(groups.column(k)[int(g)].as_py() for k in plan.keys)
+        members = np.asarray(lists[int(g)].values)
+        combined[members] = True
+        states = hot.get(key)
+        if states is None:
+            states = hot[key] = [AggState(spec, 1) for spec in plan.specs]
+        taken = compact.take(pa.array(members))
+        renumber = {int(r): j for j, r in enumerate(members)}
+        for i, state in enumerate(states):
+            found = {renumber[r]: m for r, m in checked.problems[i].items() if r in renumber}
+            state.fold(_events(plan, i, taken, found), np.zeros(len(members), np.int64))
+    return combined
+
+
+def _blob_rows(
+    plan: AggPlan, schema: pa.Schema, keys: list[tuple[Any, ...]], kind: int, blobs: list[bytes]
 ) -> pa.RecordBatch:
-    """One row per combined key: its key, null event columns, kind STATE and the states."""
-    keys = sorted(hot, key=repr)
+    """Rows of `kind` carrying a key and a blob, every event column null."""
     n = len(keys)
-    columns, names = [], []
-    for field in template.schema:
-        if field.name.startswith("__key"):
-            j = int(field.name[len("__key") :])
+    columns = []
+    for field in schema:
+        if field.name in plan.keys:
+            j = plan.keys.index(field.name)
             columns.append(pa.array([k[j] for k in keys], type=field.type))
+        elif field.name == KIND:
+            columns.append(pa.array(np.full(n, kind, np.int8)))
+        elif field.name == BLOB:
+            columns.append(pa.array(blobs, pa.binary()))
         else:
             columns.append(pa.nulls(n, field.type))
-        names.append(field.name)
-    columns.append(pa.array(np.full(n, STATE, np.int8)))
-    names.append(KIND)
-    for i in range(len(plan.specs)):
-        columns.append(pa.array([hot[k][i].state_bytes(0) for k in keys], pa.binary()))
-        names.append(state_name(i))
-    return pa.RecordBatch.from_arrays(columns, names=names)
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _state_rows(
+    plan: AggPlan, schema: pa.Schema, hot: dict[tuple[Any, ...], list[AggState]]
+) -> pa.RecordBatch:
+    keys = list(hot)
+    blobs = [_pack([s.state_bytes(0) for s in hot[k]]) for k in keys]
+    return _blob_rows(plan, schema, keys, STATE, blobs)
+
+
+def _problem_rows(
+    plan: AggPlan, compact: pa.RecordBatch, problems: list[dict[int, str]]
+) -> Iterator[pa.RecordBatch]:
+    key_of_row = _key_reader(compact, plan)
+    keys, blobs = [], []
+    for i, found in enumerate(problems):
+        for row, message in found.items():
+            keys.append(key_of_row(row))
+            blobs.append(struct.pack("<I", i) + message.encode())
+    if keys:
+        yield _blob_rows(plan, compact.schema, keys, PROBLEM, blobs)
+
+
+def _pack(parts: list[bytes]) -> bytes:
+    return b"".join(struct.pack("<Q", len(p)) + p for p in parts)
+
+
+def _unpack(blob: bytes) -> list[bytes]:
+    parts, at = [], 0
+    while at < len(blob):
+        (n,) = struct.unpack_from("<Q", blob, at)
+        parts.append(blob[at + 8 : at + 8 + n])
+        at += 8 + n
+    return parts
 
 
 # -- reduce side ---------------------------------------------------------------------------
@@ -180,26 +314,23 @@ def _group_starts(batch: pa.RecordBatch, plan: AggPlan) -> np.ndarray:
     rows = batch.num_rows
     change = np.zeros(rows, bool)
     change[0] = True
-    for j in range(plan.keys):
-        column = batch.column(key_name(j))
+    for k in plan.keys:
+        column = batch.column(k)
         valid = np.asarray(column.is_valid())
-        a, b = column.slice(0, rows - 1), column.slice(1)
-        differs = np.asarray(pa.compute.not_equal(a, b).fill_null(False))
-        change[1:] |= differs | (valid[1:] != valid[:-1])
+        differs = pa.compute.not_equal(column.slice(0, rows - 1), column.slice(1))
+        change[1:] |= np.asarray(differs.fill_null(False)) | (valid[1:] != valid[:-1])
     return np.flatnonzero(change)
 
 
 def _same_key(a: pa.RecordBatch, b: pa.RecordBatch, plan: AggPlan) -> bool:
-    return all(
-        a.column(key_name(j))[0].as_py() == b.column(key_name(j))[0].as_py()
-        for j in range(plan.keys)
-    )
+    return all(a.column(k)[0].as_py() == b.column(k)[0].as_py() for k in plan.keys)
 
 
 def finish_groups(plan: AggPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Folds events and merges states of a partition sorted by the key, group by group,
-    and yields each group's tensors. A group may span batches: its state is carried over
-    (as bytes), never its events, so a group of any size takes one state's memory."""
+    """Folds events, merges states and applies problems of a partition sorted by the key,
+    group by group, and yields each group's tensors. A group may span batches: its state
+    is carried over (as bytes), never its events, so a group of any size takes one
+    state's memory."""
     configure_threads()
     per_chunk = max(1, STATE_BUDGET // max(1, plan.state_bytes()))
     carry: tuple[pa.RecordBatch, list[bytes]] | None = None
@@ -216,15 +347,12 @@ def finish_groups(plan: AggPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[
             states = _fold_groups(plan, batch, starts[first:last], ends[first:last], carry)
             carry = None
             done = last if last < len(starts) else last - 1  # the batch's last group may go on
+            keys = batch.select(list(plan.keys))
             if done > first:
-                keys = batch.select([key_name(j) for j in range(plan.keys)]).take(
-                    pa.array(starts[first:done])
-                )
-                yield _result_batch(plan, keys, states, done - first)
+                firsts = keys.take(pa.array(starts[first:done]))
+                yield _result_batch(plan, firsts, states, done - first)
             if last == len(starts):
-                tail = batch.slice(int(starts[-1]), 1).select(
-                    [key_name(j) for j in range(plan.keys)]
-                )
+                tail = keys.slice(int(starts[-1]), 1)
                 carry = (tail, [s.state_bytes(last - 1 - first) for s in states])
     if carry is not None:
         yield _finish_carry(plan, carry)
@@ -242,21 +370,23 @@ def _fold_groups(
     slot_of_row = np.repeat(np.arange(len(starts)), ends - starts)
     kind = np.asarray(rows.column(KIND))
     event_rows = np.flatnonzero(kind == EVENT)
-    state_rows = np.flatnonzero(kind == STATE)
-    events_batch = rows.take(pa.array(event_rows)) if len(state_rows) else rows
-    key_of_row = _key_rows(events_batch, plan)
+    events_batch = rows if len(event_rows) == len(kind) else rows.take(pa.array(event_rows))
     states = []
     for i, spec in enumerate(plan.specs):
         state = AggState(spec, len(starts))
         if carry is not None:
             state.merge(0, carry[1][i])
-        events = _events_of(events_batch, i, spec)
-        _raise_first_problem(plan, spec, events, key_of_row)
-        state.fold(events, slot_of_row[event_rows])
-        blobs = rows.column(state_name(i))
-        for r in state_rows:
-            state.merge(int(slot_of_row[r]), blobs[int(r)].as_py())
+        state.fold(_events(plan, i, events_batch, {}), slot_of_row[event_rows])
         states.append(state)
+    blobs = rows.column(BLOB)
+    for r in np.flatnonzero(kind != EVENT):
+        slot, blob = int(slot_of_row[r]), blobs[int(r)].as_py()
+        if kind[r] == STATE:
+            for state, part in zip(states, _unpack(blob)):
+                state.merge(slot, part)
+        else:
+            (i,) = struct.unpack_from("<I", blob)
+            states[i].add_problem(slot, blob[4:].decode())
     return states
 
 
@@ -277,22 +407,17 @@ def tensor_results(state: AggState, groups: int) -> pa.StructArray:
     values = state.finish()[:groups]
     failed = np.array([e is not None for e in state.errors[:groups]], bool)
     size, rank = spec.size, len(spec.shape)
-    value_counts = np.where(failed, 0, size)
-    shape_counts = np.where(failed, 0, rank)
     flat = values[~failed].ravel()
     shapes = np.tile(np.asarray(spec.shape, np.int32), int((~failed).sum()))
     mask = pa.array(failed) if failed.any() else None
     fields = [
-        pa.ListArray.from_arrays(_offsets(value_counts), pa.array(flat), mask=mask),
-        pa.ListArray.from_arrays(_offsets(shape_counts), pa.array(shapes), mask=mask),
+        pa.ListArray.from_arrays(_offsets(np.where(failed, 0, size)), pa.array(flat), mask=mask),
+        pa.ListArray.from_arrays(_offsets(np.where(failed, 0, rank)), pa.array(shapes), mask=mask),
         pa.array(state.errors[:groups], pa.string()),
         pa.array(state.events[:groups]),
         pa.array(state.dropped[:groups]),
     ]
     return pa.StructArray.from_arrays(fields, names=list(RESULT_FIELDS))
-
-
-RESULT_FIELDS = ("values", "shape", "error", "events", "dropped")
 
 
 def _offsets(counts: np.ndarray) -> pa.Array:

@@ -28,17 +28,14 @@ from pyspark.sql import types as T
 from .agg_spec import AggregateStep, AggSpec, check_agg
 from .agg_states import AggState, read_events
 from .agg_tasks import (
+    BLOB,
     KIND,
     RESULT_FIELDS,
     AggPlan,
     combine_events,
-    coordinate_name,
     finish_groups,
     key_name,
-    order_name,
-    state_name,
     tensor_results,
-    updates_name,
 )
 from .element_types import element_type, tensor_struct
 from .errors import RowError, SpecError
@@ -251,23 +248,25 @@ def plan_aggregate(df: DataFrame, by: Sequence[str], specs: dict[str, AggSpec]) 
     if missing:
         raise SpecError(f"aggregate: no column {missing[0]!r} to group by in {df.columns}")
     plan = AggPlan(tuple(by), tuple(specs.values()))
-    columns = [F.col(c).alias(key_name(j)) for j, c in enumerate(by)]
-    for i, spec in enumerate(plan.specs):
-        columns += [F.col(c).alias(coordinate_name(i, j)) for j, c in enumerate(spec.indices)]
-        columns.append(F.col(spec.updates).cast(_updates_type(spec)).alias(updates_name(i)))
-        if spec.order_by:
-            columns.append(F.col(spec.order_by).alias(order_name(i)))
+    columns = [F.col(c).alias(k) for c, k in zip(by, plan.keys)]
+    columns += [F.col(c).alias(f"__coord{m}") for m, c in enumerate(plan.coordinates)]
+    for v, (updates, element, size) in enumerate(plan.values):
+        kind = element if size == 1 else f"array<{element}>"
+        columns.append(F.col(updates).cast(kind).alias(f"__value{v}"))
+    columns += [F.col(c).alias(f"__order{o}") for o, c in enumerate(plan.orders)]
     events = df.select(*columns)
-    combined_schema = T.StructType(
-        list(events.schema.fields)
-        + [T.StructField(KIND, T.ByteType(), False)]
-        + [T.StructField(state_name(i), T.BinaryType(), True) for i in range(len(plan.specs))]
+    fields = {f.name: f for f in events.schema.fields}
+    compact_schema = T.StructType(
+        [fields[k] for k in plan.keys]
+        + [T.StructField(f"__cell{g}", T.IntegerType(), True) for g in range(len(plan.cell_groups))]
+        + [fields[f"__value{v}"] for v in range(len(plan.values))]
+        + [fields[f"__order{o}"] for o in range(len(plan.orders))]
+        + [T.StructField(KIND, T.ByteType(), False), T.StructField(BLOB, T.BinaryType(), True)]
     )
-    keys = [key_name(j) for j in range(len(by))]
-    combined = events.mapInArrow(functools.partial(combine_events, plan), combined_schema)
-    grouped = combined.repartition(*keys).sortWithinPartitions(*keys)
+    compact = events.mapInArrow(functools.partial(combine_events, plan), compact_schema)
+    grouped = compact.repartition(*plan.keys).sortWithinPartitions(*plan.keys)
     out_schema = T.StructType(
-        [events.schema[k] for k in keys]
+        [fields[k] for k in plan.keys]
         + [
             T.StructField(f"__agg{i}", result_type(s.dtype or ""), True)
             for i, s in enumerate(plan.specs)

@@ -438,9 +438,9 @@ def _task_batches(frame: pd.DataFrame, rows_per_batch: int, kinds: bool = False)
     table = pa.table(
         {
             "__key0": frame.g.to_numpy(),
-            "__a0_c0": frame.h.to_numpy(np.int32),
-            "__a0_c1": frame.c.to_numpy(np.int32),
-            "__a0_u": frame.x.to_numpy(),
+            "__coord0": frame.h.to_numpy(np.int32),
+            "__coord1": frame.c.to_numpy(np.int32),
+            "__value0": frame.x.to_numpy(),
         }
     )
     return table.to_batches(max_chunksize=rows_per_batch)
