@@ -9,6 +9,7 @@ value) pair. So a group's tensor does not depend on how Spark split or ordered i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -201,8 +202,13 @@ class AggState:
         size, reduction = spec.size, spec.reduction
         self.exact = self.dtype.kind in _FLOAT_KINDS and reduction in ("sum", "mean")
         self.int_mean = self.dtype.kind != "f" and reduction == "mean"
+        # Exact sums keep their terms until they must become states (a merge, a state sent
+        # on): finishing terms straight with the exact kernel beats a state per element.
+        self.terms: list[tuple[np.ndarray, np.ndarray]] | None = None
+        self.merged: dict[int, np.ndarray] = {}  # slot -> state merged into it (terms kept)
         if self.exact:
-            self.arrays = [sk.exact_state((slots, size), self.dtype)]
+            self.arrays = []
+            self.terms = []
         elif self.int_mean:  # exact integer sums as two int64 halves, and counts
             self.arrays = [np.zeros((slots, size), np.int64) for _ in range(3)]
         else:
@@ -229,21 +235,19 @@ class AggState:
         self._fold_elements(targets, events.element_value, events.element_order)
 
     def _fold_elements(
-        self, targets: np.ndarray, values: np.ndarray, order: np.ndarray | None, *more: np.ndarray
+        self, targets: np.ndarray, values: np.ndarray, order: np.ndarray | None
     ) -> None:
         if len(targets) == 0:
             return
         reduction = self.spec.reduction
-        if self.exact:
-            state = self.arrays[0]
-            flat = state.reshape(-1, state.shape[-1])
-            sk.exact_fold(flat, targets[:, None], values, dtype=self.dtype)
+        if self.terms is not None:
+            self.terms.append((targets, values))
         elif self.int_mean:
             hi, lo, count = (a.reshape(-1) for a in self.arrays)
             wide = values.astype(np.int64)
             np.add.at(hi, targets, wide >> 32)
             np.add.at(lo, targets, wide & 0xFFFFFFFF)
-            np.add.at(count, targets, more[0] if more else 1)
+            np.add.at(count, targets, 1)
         elif reduction == "none":
             self._fold_latest(targets, values, order)
         else:
@@ -270,11 +274,32 @@ class AggState:
         hit[t] = True
 
     # -- merging and shipping --------------------------------------------------------------
+    def _parts(self) -> list[tuple[np.dtype, tuple[int, ...]]]:
+        """The dtype and shape of each array of one slot's state, in `state_bytes` order."""
+        if self.terms is not None:
+            return [(np.dtype(np.uint64), (self.spec.size, sk.exact_state_words(self.dtype)))]
+        return [(a.dtype, a.shape[1:]) for a in self.arrays]
+
+    def _slot_state(self, slot: int) -> np.ndarray:
+        """The exact state (1, size, words) of one slot kept as terms: its merged states and
+        its terms."""
+        size = self.spec.size
+        merged = self.merged.get(slot)
+        state = merged.copy() if merged is not None else sk.exact_state((1, size), self.dtype)
+        flat = state.reshape(-1, state.shape[-1])
+        for targets, values in self.terms or ():
+            mine = targets // size == slot
+            sk.exact_fold(flat, (targets[mine] % size)[:, None], values[mine], dtype=self.dtype)
+        return state
+
     def state_bytes(self, slot: int) -> bytes:
         """One group's state, counts and error as bytes (fixed layout for this spec)."""
         error = (self.errors[slot] or "").encode()
         head = np.array([self.events[slot], self.dropped[slot], len(error)], np.int64)
-        arrays = b"".join(np.ascontiguousarray(a[slot]).tobytes() for a in self.arrays)
+        if self.terms is not None:
+            arrays = self._slot_state(slot).tobytes()
+        else:
+            arrays = b"".join(np.ascontiguousarray(a[slot]).tobytes() for a in self.arrays)
         return head.tobytes() + arrays + error
 
     def merge(self, slot: int, blob: bytes) -> None:
@@ -284,15 +309,17 @@ class AggState:
         self.dropped[slot] += head[1]
         at = head.nbytes
         parts = []
-        for a in self.arrays:
-            parts.append(np.frombuffer(blob, a.dtype, a[slot].size, at).reshape(a[slot].shape))
-            at += a[slot].nbytes
+        for dtype, shape in self._parts():
+            part = np.frombuffer(blob, dtype, math.prod(shape), at).reshape(shape)
+            parts.append(part)
+            at += part.nbytes
         if head[2]:
             self.set_error(slot, blob[at : at + int(head[2])].decode())
-        if self.exact:
-            sk.exact_merge(
-                self.arrays[0][slot], parts[0], dtype=self.dtype, out=self.arrays[0][slot]
-            )
+        if self.terms is not None:  # kept beside the terms, for this slot only
+            mine = self.merged.get(slot)
+            if mine is None:
+                mine = self.merged[slot] = sk.exact_state((1, self.spec.size), self.dtype)
+            sk.exact_merge(mine, parts[0][None], dtype=self.dtype, out=mine)
             return
         base = slot * self.spec.size
         if self.int_mean:
@@ -324,8 +351,21 @@ class AggState:
         `fill`."""
         spec, dtype = self.spec, self.dtype
         fill = np.full((self.slots, spec.size), spec.fill, dtype)
-        if self.exact:
-            return sk.exact_finish(self.arrays[0], dtype=dtype, reduction=spec.reduction, data=fill)
+        if self.terms is not None:
+            flat = fill.reshape(-1)
+            if self.terms:
+                targets = np.concatenate([t for t, _ in self.terms])
+                values = np.concatenate([v for _, v in self.terms])
+                sk.scatter_elements_update(
+                    flat, targets, values, 0, reduction=spec.reduction, use_init_val=False,
+                    exact=True, out=flat,
+                )  # fmt: skip
+            for slot in self.merged:
+                fill[slot] = sk.exact_finish(
+                    self._slot_state(slot), dtype=dtype, reduction=spec.reduction,
+                    data=np.full((1, spec.size), spec.fill, dtype),
+                )[0]  # fmt: skip
+            return fill
         if self.int_mean:
             return self._finish_int_mean(fill)
         acc, hit = self.arrays[0], self.arrays[1]
