@@ -12,11 +12,13 @@ progress display. The modules, top-down:
   checked against the input's schema), `job` (`run_job`: engine choice, progress, summary),
   `engine_arrow` and `engine_spark` (the two ways to run a job), `storage` (paths, the
   input's pieces, the commit), `cluster` (one-task jobs for the file work), `progress`,
-  `summary`, `functions` (column functions);
+  `summary`, `functions` (column functions), `aggregate` (event tables to tensors:
+  `scatter_nd_agg`, `aggregate`);
 - executor side: `steps` (the one step runner: fail/keep, row naming, the error layout),
   `tensors` (Arrow columns <-> tensors), `piece_task` (the Arrow engine's task), `stats`
-  (counts and failures sent back as data);
-- shared: `errors`, `element_types`; tools: `cli`, `demo`, `demo_data`, `pack`.
+  (counts and failures sent back as data), `agg_tasks` (the aggregation's combiner and
+  finisher), `agg_states` (events checked and folded into order-free states);
+- shared: `errors`, `element_types`, `agg_spec`; tools: `cli`, `demo`, `demo_data`, `pack`.
 
 See docs/spark.md for the tensor column layout, the job specification and running on
 local, standalone, YARN, Kubernetes and Spark Connect.

@@ -249,6 +249,7 @@ class AggState:
             np.add.at(lo, targets, wide & 0xFFFFFFFF)
             np.add.at(count, targets, 1)
         elif reduction == "none":
+            assert order is not None  # an order_by column is required for none
             self._fold_latest(targets, values, order)
         else:
             acc, hit = (a.reshape(-1) for a in self.arrays)

@@ -4,8 +4,8 @@ planned aggregation that combines before the shuffle).
 Two ways to run the same aggregate, with the same bits:
 
 - ``events.groupBy(...).agg(scatter_nd_agg(...))``: Spark's own grouping calls a Python
-  grouped-aggregate Arrow UDF. Spark sends every event through its shuffle; the UDF folds
-  a group's events into one state (batch by batch where PySpark streams groups, 4.2+).
+  grouped-aggregate Arrow UDF. Spark sends every event through its shuffle and hands the
+  UDF a whole group at once.
 - ``aggregate(events, by, name=scatter_nd_agg(...), ...)``: each task first folds the
   events of keys frequent in it into one state per key, then the events and states are
   shuffled by key, sorted, and folded group by group; a group of any size takes one
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, Union
 
 import numpy as np
@@ -117,9 +117,10 @@ def _udaf_column(spec: AggSpec) -> Column:
     # GROUPED_AGG_ITER) allows one UDF per .agg(), which would forbid sum and max together.
     function = functools.partial(_fold_group, spec)
     kind = ArrowUDFType.GROUPED_AGG
+    make: Any = arrow_udf  # its overloads know grouped aggregates by type hints only
     with warnings.catch_warnings():  # PySpark prefers type hints; a partial has none
         warnings.simplefilter("ignore", UserWarning)
-        udaf = arrow_udf(function, result_type(spec.dtype), kind)
+        udaf = make(function, result_type(spec.dtype), kind)
     inputs = [F.col(c) for c in spec.indices]
     inputs.append(F.col(spec.updates).cast(_updates_type(spec)))
     if spec.order_by:
@@ -127,27 +128,19 @@ def _udaf_column(spec: AggSpec) -> Column:
     return udaf(*inputs)
 
 
-def _fold_group(spec: AggSpec, *columns: pa.Array) -> pa.Scalar:
-    return _fold_group_batches(spec, iter([columns]))
-
-
-def _fold_group_batches(spec: AggSpec, batches: Iterator[Sequence[pa.Array]]) -> pa.Scalar:
-    """One group's tensor from its events, batch by batch (one state in memory)."""
+def _fold_group(spec: AggSpec, *columns: pa.Array | pa.ChunkedArray) -> pa.Scalar:
+    """One group's tensor from all of its events."""
     configure_threads()
+    arrays = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns]
+    order = arrays[spec.k + 1] if spec.order_by else None
+    events = read_events(spec, arrays[: spec.k], arrays[spec.k], order)
+    if spec.on_error == "fail" and events.problems:
+        row, message = min(events.problems.items(), key=lambda item: item[1])
+        event = ", ".join(f"{c}={arrays[j][row].as_py()!r}" for j, c in enumerate(spec.indices))
+        raise RowError(f"event ({event}): {message}")
     state = AggState(spec, 1)
-    for columns in batches:
-        columns = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns]
-        order = columns[spec.k + 1] if spec.order_by else None
-        events = read_events(spec, columns[: spec.k], columns[spec.k], order)
-        if spec.on_error == "fail" and events.problems:
-            row, message = min(events.problems.items(), key=lambda item: item[1])
-            event = ", ".join(
-                f"{c}={columns[j][row].as_py()!r}" for j, c in enumerate(spec.indices)
-            )
-            raise RowError(f"event ({event}): {message}")
-        state.fold(events, np.zeros(events.rows, np.int64))
-    result = tensor_results(state, 1)
-    return result[0]
+    state.fold(events, np.zeros(events.rows, np.int64))
+    return tensor_results(state, 1)[0]
 
 
 # -- the planned aggregation -------------------------------------------------------------------

@@ -1,15 +1,17 @@
-"""``scatterkit-spark demo``: generate a dataset, run the job on Spark, check a sample.
+"""``scatterkit-spark demo``: generate an event table, run the job on Spark, check a sample.
 
-The job turns each user's raw events into dense per-user feature tensors (spend per
-category and hour: sum, max and mean, ScatterElementsUpdate-12), writes fresh cell readings
-into each user's map tile (ScatterNDUpdate-3) and the newest day into each user's 30-day
-series (SliceScatter-15). A sample of output rows is then recomputed one call at a time
-with scatterkit's NumPy API and compared bit for bit; the broken rows must come back with
-their error messages.
+The job groups the events, one per row, by user and builds each user's tensors with the
+aggregation step: spend per category and hour (sum, max and mean), 30 days of hourly spend
+before today, today's hourly spend, and the newest reading of each cell of a map tile. A
+per-row step then writes today into the series' last 24 hours (SliceScatter-15). A sample of
+users (every broken one among them) is recomputed from their events with scatterkit's
+single-call NumPy API and compared bit for bit; the broken users must carry their errors and
+the dropped events their counts, and the summary's event counts must add up.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import tempfile
@@ -17,41 +19,65 @@ import time
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 import scatterkit as sk
 
-from .demo_data import BUCKETS, HOURS, SERIES, DemoData, generate
+from .demo_data import CATEGORIES, HOURS, SERIES, TILE, DemoData, generate
 from .job import run_job
 from .session import build_session, end_session, where_it_runs
 from .spec import JobSpec
+from .summary import JobSummary
 
 
-def _events_step(reduction: str, output: str, init: bool) -> dict[str, Any]:
+def _spend(reduction: str) -> dict[str, Any]:
     return {
-        "op": "ScatterElementsUpdate-12",
-        "attributes": {"axis": 0, "reduction": reduction, "use_init_val": init},
-        "inputs": {
-            "data": {"fill": 0.0, "shape": [BUCKETS], "dtype": "float"},
-            "indices": "event_bucket",
-            "updates": "event_amount",
-        },
-        "output": output,
+        "indices": ["category", "hour"],
+        "updates": "amount",
+        "shape": [CATEGORIES, HOURS],
+        "reduction": reduction,
+        "dtype": "float",
+        "on_error": "keep",
     }
 
 
 DEMO_SPEC: dict[str, Any] = {
-    "row_id": "user_id",
-    "passthrough": ["user_id"],
-    "steps": [
-        _events_step("sum", "spend_sum", True),
-        _events_step("max", "spend_max", False),
-        _events_step("mean", "spend_mean", False),
-        {
-            "op": "ScatterNDUpdate-3",
-            "inputs": {"data": "tile", "indices": "cells", "updates": "cell_values"},
-            "output": "tile_updated",
+    "aggregate": {
+        "by": ["user_id"],
+        "aggregates": {
+            "spend_sum": _spend("sum"),
+            "spend_max": _spend("max"),
+            "spend_mean": _spend("mean"),
+            "series": {
+                "indices": ["hour_of_month"],
+                "updates": "past_amount",  # null today: today's hours hold 0
+                "shape": [SERIES],
+                "reduction": "sum",
+                "dtype": "float",
+                "on_error": "keep",
+            },
+            "latest": {
+                "indices": ["hour"],
+                "updates": "today_amount",  # null before today: skipped
+                "shape": [HOURS],
+                "reduction": "sum",
+                "dtype": "float",
+            },
+            "tile": {
+                "indices": ["cell_x", "cell_y"],
+                "updates": "reading",
+                "shape": [TILE, TILE],
+                "reduction": "none",
+                "order_by": "ts",  # the newest reading wins
+                "fill": math.nan,  # a cell never read
+                "dtype": "float",
+                "on_error": "drop",
+            },
         },
+    },
+    "steps": [
         {
             "op": "SliceScatter-15",
             "attributes": {"start": -HOURS, "stop": SERIES, "step": 1, "axis": 0},
@@ -61,71 +87,174 @@ DEMO_SPEC: dict[str, Any] = {
     ],
 }
 
-
-def _tensor(value: Any, dtype: Any) -> np.ndarray:
-    if value is None:
-        raise ValueError("null tensor")
-    if isinstance(value, dict):
-        return np.array(value["values"], dtype).reshape(value["shape"])
-    return np.array(value, dtype)
+_AGGREGATES: dict[str, dict[str, Any]] = DEMO_SPEC["aggregate"]["aggregates"]
+_F32 = np.float32
 
 
-def _expected_step(row: dict[str, Any], step: str) -> np.ndarray:
-    """One demo step for one row, as a single call of scatterkit's NumPy API."""
-    f32 = np.float32
-    if step.startswith("spend_"):
-        buckets = _tensor(row["event_bucket"], np.int64)
-        amounts = _tensor(row["event_amount"], f32)
-        reduction = step[len("spend_") :]
-        return sk.scatter_elements_update(
-            np.zeros(BUCKETS, f32),
-            buckets,
-            amounts,
-            0,
-            reduction=reduction,
-            use_init_val=reduction == "sum",
+# -- the events, as pyarrow reads them back -------------------------------------------------
+
+
+def _columns(table: pa.Table) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Each column as (values, valid): nulls read as 0 with valid False."""
+    out = {}
+    for name in table.column_names:
+        column = table.column(name)
+        valid = np.asarray(pc.is_valid(column), bool)
+        out[name] = (np.asarray(column.fill_null(0)), valid)
+    return out
+
+
+def _coordinates_ok(
+    agg: dict[str, Any], events: dict[str, tuple[np.ndarray, np.ndarray]]
+) -> np.ndarray:
+    """Per event: every coordinate present and in range (negatives wrap once)."""
+    ok = np.ones(len(events["user_id"][0]), bool)
+    for column, extent in zip(agg["indices"], agg["shape"]):
+        values, valid = events[column]
+        ok &= valid & (values >= -extent) & (values < extent)
+    return ok
+
+
+def _present(agg: dict[str, Any], events: dict[str, tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """Per event: a value to fold (a null value, or a null order_by, is skipped)."""
+    present = events[agg["updates"]][1].copy()
+    if agg.get("order_by"):
+        present &= events[agg["order_by"]][1]
+    return present
+
+
+# -- one user, recomputed with the NumPy API --------------------------------------------------
+
+
+def _expected_tensor(
+    agg: dict[str, Any], events: dict[str, tuple[np.ndarray, np.ndarray]], use: np.ndarray
+) -> np.ndarray:
+    """One aggregate over the events in `use` (all of them in range), in one NumPy API call."""
+    shape, reduction = tuple(agg["shape"]), agg["reduction"]
+    fill = agg.get("fill", 0)
+    index = np.stack([events[c][0][use] for c in agg["indices"]], axis=-1).astype(np.int64)
+    values = events[agg["updates"]][0][use].astype(_F32)
+    if reduction == "sum":  # the fill, 0, is the sum's identity: untargeted elements keep it
+        return sk.scatter_nd_update(
+            np.full(shape, fill, _F32), index, values, reduction="sum", exact=True
         )
-    if step == "tile_updated":
-        tile = _tensor(row["tile"], f32)  # a broken shape fails to reshape: ValueError
-        return sk.get_op("ScatterNDUpdate-3")(
-            tile, _tensor(row["cells"], np.int32), _tensor(row["cell_values"], f32)
-        )
-    return sk.slice_scatter(
-        _tensor(row["series"], f32), _tensor(row["latest"], f32), -HOURS, SERIES, 1, 0
+    if reduction == "none":  # in (order_by, value) order: the last one, the newest, wins
+        order = np.lexsort((values, events[agg["order_by"]][0][use]))
+        return sk.scatter_nd_update(np.full(shape, fill, _F32), index[order], values[order])
+    # Targeted elements start at the reduction's identity: use_init_val=False, flattened.
+    wrapped = np.where(index < 0, index + np.asarray(shape), index)
+    flat = np.ravel_multi_index(tuple(wrapped.T), shape)
+    out = sk.scatter_elements_update(
+        np.full(math.prod(shape), fill, _F32),
+        flat,
+        values,
+        0,
+        reduction=reduction,
+        use_init_val=False,
+        exact=True,
     )
+    return out.reshape(shape)
 
 
-def _check_row(uid: int, row: dict[str, Any], got: dict[str, Any]) -> list[str]:
+def _compare(uid: int, name: str, result: dict[str, Any], want: np.ndarray) -> list[str]:
+    """The output's tensor against the NumPy API's, bit for bit (shape included)."""
+    if result["error"] is not None or result["values"] is None:
+        return [f"user {uid} {name}: unexpected error {result['error']!r}"]
+    got = np.asarray(result["values"], want.dtype)
+    if list(result["shape"]) != list(want.shape) or got.tobytes() != want.tobytes():
+        return [f"user {uid} {name}: values differ from the NumPy API"]
+    return []
+
+
+def _check_user(
+    uid: int, events: dict[str, tuple[np.ndarray, np.ndarray]], got: dict[str, Any]
+) -> list[str]:
     problems = []
-    for step in (s["output"] for s in DEMO_SPEC["steps"]):
-        error = got[step]["error"]
-        try:
-            want = _expected_step(row, step)
-        except (ValueError, IndexError, TypeError):
-            if error is None or got[step]["values"] is not None:
-                problems.append(f"user {uid} {step}: a broken row came back without its error")
-            continue
-        if error is not None or got[step]["values"] is None:
-            problems.append(f"user {uid} {step}: unexpected error {error!r}")
-        elif not np.array_equal(_tensor(got[step], np.float32), want, equal_nan=True):
-            problems.append(f"user {uid} {step}: values differ from the NumPy API")
+    expected: dict[str, np.ndarray | None] = {}
+    for name, agg in _AGGREGATES.items():
+        result = got[name]
+        ok, present = _coordinates_ok(agg, events), _present(agg, events)
+        bad = int((~ok).sum())
+        folded = int((ok & present).sum())
+        dropped = bad if agg.get("on_error") == "drop" else 0
+        if bad and agg.get("on_error") == "keep":
+            expected[name] = None
+            named = any(f"coordinate {c}" in (result["error"] or "") for c in agg["indices"])
+            if result["values"] is not None or not named:
+                problems.append(f"user {uid} {name}: a bad event, but no error naming it")
+        else:
+            want = _expected_tensor(agg, events, ok & present)
+            expected[name] = want
+            problems += _compare(uid, name, result, want)
+        if (result["events"], result["dropped"]) != (folded, dropped):
+            problems.append(
+                f"user {uid} {name}: {result['events']} event(s) folded and {result['dropped']}"
+                f" dropped; expected {folded} and {dropped}"
+            )
+    series, latest, step = expected["series"], expected["latest"], got["series_updated"]
+    if series is None or latest is None:
+        if step["error"] is None or step["values"] is not None:
+            problems.append(f"user {uid} series_updated: a null input, but no error")
+    else:
+        want = sk.slice_scatter(series, latest, -HOURS, SERIES, 1, 0)
+        problems += _compare(uid, "series_updated", step, want)
     return problems
 
 
 def check_sample(data: DemoData, output: str, sample: int, seed: int = 1) -> tuple[int, list[str]]:
-    """Recomputes `sample` random rows plus every broken row; returns (rows checked, problems)."""
+    """Recomputes `sample` random users plus every broken one from their events; returns
+    (users checked, problems)."""
     rng = np.random.default_rng(seed)
-    ids = set(rng.choice(data.rows, size=min(sample, data.rows), replace=False).tolist())
-    ids |= data.bad_rows
+    ids = set(rng.choice(data.users, size=min(sample, data.users), replace=False).tolist())
+    ids |= data.bad_users
     wanted = ds.field("user_id").isin(sorted(ids))
-    inputs = {r["user_id"]: r for r in ds.dataset(data.path).to_table(filter=wanted).to_pylist()}
+    events = _columns(ds.dataset(data.path).to_table(filter=wanted))
     outputs = {r["user_id"]: r for r in ds.dataset(output).to_table(filter=wanted).to_pylist()}
     problems = []
     if set(outputs) != ids:
-        problems.append(f"rows missing from the output: {sorted(ids - set(outputs))[:10]}")
+        problems.append(f"users missing from the output: {sorted(ids - set(outputs))[:10]}")
+    users = events["user_id"][0]
     for uid in sorted(set(outputs) & ids):
-        problems.extend(_check_row(uid, inputs[uid], outputs[uid]))
+        mine = users == uid
+        problems.extend(
+            _check_user(
+                uid, {k: (v[mine], ok[mine]) for k, (v, ok) in events.items()}, outputs[uid]
+            )
+        )
     return len(outputs), problems
+
+
+def check_events(data: DemoData, summary: JobSummary) -> list[str]:
+    """The summary's counts against the whole event table: per aggregate, every event is
+    folded, dropped (on_error drop), skipped (a null value) or a bad event of a group kept
+    in error; none is lost silently."""
+    names = {c for agg in _AGGREGATES.values() for c in (*agg["indices"], agg["updates"])}
+    names |= {agg["order_by"] for agg in _AGGREGATES.values() if agg.get("order_by")}
+    events = _columns(ds.dataset(data.path).to_table(columns=sorted(names | {"user_id"})))
+    problems = []
+    if (summary.rows_in, summary.rows_out) != (data.events, data.users):
+        problems.append(
+            f"{summary.rows_in:,} events in and {summary.rows_out:,} groups out; expected "
+            f"{data.events:,} and {data.users:,}"
+        )
+    for name, agg in _AGGREGATES.items():
+        ok, present = _coordinates_ok(agg, events), _present(agg, events)
+        bad = ~ok
+        keep, drop = agg.get("on_error") == "keep", agg.get("on_error") == "drop"
+        # Each event once: folded, dropped (a bad event, on_error drop), skipped (a null
+        # value) or a bad event of a group kept in error (keep): none lost silently.
+        want = {
+            "events": int((ok & present).sum()),
+            "dropped": int(bad.sum()) if drop else 0,
+            "error_groups": len(np.unique(events["user_id"][0][bad])) if keep else 0,
+        }
+        got = summary.aggregated.get(name)
+        if got != want:
+            problems.append(f"events of {name}: the summary says {got}, the input {want}")
+    return problems
+
+
+# -- the command -------------------------------------------------------------------------------
 
 
 def run_demo(
@@ -142,9 +271,11 @@ def run_demo(
 ) -> int:
     """Runs the demo end to end; returns the process exit code (0: every check passed).
 
-    `remote` (``sc://host:port``) runs the job on a Spark Connect server, which must see
-    the work directory (the same machine, or a shared file system). Raises ValueError when
-    `rows` is below 1 or `sample` below 0.
+    `rows` is the number of users (about 40 events each), `sample` the number of users
+    checked against the NumPy API besides the broken ones. `remote` (``sc://host:port``)
+    runs the job on a Spark Connect server, which must see the work directory (the same
+    machine, or a shared file system). Raises ValueError when `rows` is below 1 or `sample`
+    below 0.
     """
     if rows < 1:
         raise ValueError(f"rows must be at least 1, got {rows}")
@@ -155,15 +286,19 @@ def run_demo(
     spark = None
     input_path, output_path = os.path.join(root, "input"), os.path.join(root, "output")
     try:
-        print(f"scatterkit-spark demo: {rows:,} users, {len(DEMO_SPEC['steps'])} steps")
+        steps = len(DEMO_SPEC["steps"])
+        print(
+            f"scatterkit-spark demo: {rows:,} users, {len(_AGGREGATES)} aggregates, "
+            f"{steps} per-row step{'s' if steps != 1 else ''}"
+        )
         t0 = time.perf_counter()
         data = generate(input_path, rows, seed=seed)
-        # Counted on disk: with fewer rows than data.files, some files would be empty and are
-        # not written.
+        # Counted on disk: with fewer events than data.files, some files would be empty and
+        # are not written.
         files = len(ds.dataset(input_path).files)
         print(
-            f"generated {input_path} ({files} Parquet file(s), {len(data.bad_rows)} row(s) broken"
-            f" on purpose) in {time.perf_counter() - t0:.1f} s"
+            f"generated {input_path} ({files} Parquet file(s), {data.events:,} events, "
+            f"{data.bad_events} broken on purpose) in {time.perf_counter() - t0:.1f} s"
         )
         t0 = time.perf_counter()
         # Smaller input splits than Spark's 128 MB: more tasks, so progress shows as they finish.
@@ -181,19 +316,23 @@ def run_demo(
         spec = JobSpec.from_dict(DEMO_SPEC)
         summary = run_job(spark, spec, input_path, output_path, on_error="keep", mode="overwrite")
         checked, problems = check_sample(data, output_path, sample)
+        problems += check_events(data, summary)
         print("summary:")
         for line in summary.lines():
             print(f"  {line}")
-        if summary.rows_in != summary.rows_out:
-            problems.append("the output does not have the input's row count")
         if problems:
-            print(f"check: {len(problems)} problem(s) in {checked} sampled rows:")
+            print(f"check: {len(problems)} problem(s) in {checked} sampled users:")
             for p in problems[:20]:
                 print(f"  {p}")
         else:
             print(
-                f"check: {checked} sampled rows (every broken row among them) match scatterkit's "
-                "single-call NumPy API bit for bit, and the broken rows carry their errors"
+                f"check: {checked} sampled users (every broken one among them) match "
+                "scatterkit's single-call NumPy API bit for bit, and the broken users carry "
+                "their errors"
+            )
+            print(
+                f"check: each aggregate accounts for all {data.events:,} events (folded, "
+                "dropped, null, or in a group kept in error)"
             )
         print(f"demo done in {time.perf_counter() - started:.1f} s")
         return 1 if problems else 0

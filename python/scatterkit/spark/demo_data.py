@@ -1,17 +1,19 @@
-"""The demo's dataset: one row per user, with raw events, a map tile and a time series.
+"""The demo's dataset: an event table, one event per row, in time order.
 
 Columns (Parquet, written with pyarrow, a few files):
 
 - ``user_id`` bigint
-- ``event_bucket`` array<int>: each event's bucket, ``category * 24 + hour`` (4 x 24 = 96)
-- ``event_amount`` array<float>: each event's amount (log-normal)
-- ``tile`` tensor float[16, 16]: an activity heat map
-- ``cells`` tensor int[k, 2] and ``cell_values`` array<float>[k]: fresh readings of k cells
-- ``series`` array<float>[720]: 30 days of hourly values; ``latest`` array<float>[24]: the
-  newest day, to be written over the series' last 24 hours
+- ``category`` int (0..3), ``hour`` int (0..23), ``amount`` float (log-normal): a purchase
+- ``day`` int (0..29, day 29 is today) and ``hour_of_month`` int (``day * 24 + hour``)
+- ``today_amount`` float: the amount of today's events, null on other days;
+  ``past_amount`` float: the amount of the days before, null today
+- ``cell_x``, ``cell_y`` int (0..15), ``reading`` float, ``ts`` bigint: a sensor reading
+  near the user's home cell and its time (seconds since the first day began)
 
-A few rows are broken on purpose (an event bucket out of range, a tile whose shape does
-not match its values, a missing series): the job must keep them with their messages.
+Each user has at least one event (about 40), so every user makes one group. The events are
+sorted by ``ts``, so each file holds events of every user. A few events are broken on
+purpose, one per broken user: a category out of range (7), a reading at ``cell_x`` 16, and
+an event stamped tomorrow (day 30, ``hour_of_month`` 720 and later).
 """
 
 from __future__ import annotations
@@ -24,109 +26,110 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .tensors import _without_rows
-
-CATEGORIES, HOURS = 4, 24
-BUCKETS = CATEGORIES * HOURS
+CATEGORIES, HOURS, DAYS = 4, 24, 30
+TODAY = DAYS - 1
+SERIES = DAYS * HOURS
 TILE = 16
-SERIES = 30 * HOURS
+EVENTS_PER_USER = 40
 
 
 @dataclass
 class DemoData:
-    """Where the dataset went and which rows were broken on purpose (by user id)."""
+    """Where the events went, how many, and which users were broken on purpose (by id)."""
 
     path: str
-    rows: int
+    users: int
+    events: int
     files: int
-    bad_buckets: list[int] = field(default_factory=list)
-    bad_tiles: list[int] = field(default_factory=list)
-    null_series: list[int] = field(default_factory=list)
+    bad_category: list[int] = field(default_factory=list)  # an event of category 7
+    bad_cell: list[int] = field(default_factory=list)  # a reading at cell_x 16
+    tomorrow: list[int] = field(default_factory=list)  # an event of day 30
 
     @property
-    def bad_rows(self) -> set[int]:
-        return set(self.bad_buckets) | set(self.bad_tiles) | set(self.null_series)
+    def bad_users(self) -> set[int]:
+        return set(self.bad_category) | set(self.bad_cell) | set(self.tomorrow)
+
+    @property
+    def bad_events(self) -> int:
+        return len(self.bad_category) + len(self.bad_cell) + len(self.tomorrow)
 
 
-def _lists(values: np.ndarray, lengths: np.ndarray, mask: np.ndarray | None = None) -> pa.Array:
-    offsets = np.zeros(len(lengths) + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    arrow_mask = None
-    if mask is not None:  # null rows hold no elements, as in tensor_array
-        offsets, values = _without_rows(offsets, values, ~mask)
-        arrow_mask = pa.array(mask)
-    return pa.ListArray.from_arrays(
-        pa.array(offsets.astype(np.int32)), pa.array(values), mask=arrow_mask
-    )
+def _nullable(values: np.ndarray, valid: np.ndarray) -> pa.Array:
+    return pa.array(values, mask=~valid)
 
 
-def _tensors(values: np.ndarray, sizes: np.ndarray, shapes: np.ndarray) -> pa.StructArray:
-    """A tensor struct column: flat values, elements per row, one shape per row (rows x rank)."""
-    rows, rank = shapes.shape
-    value_list = _lists(values, sizes)
-    shape_list = _lists(shapes.astype(np.int32).ravel(), np.full(rows, rank))
-    return pa.StructArray.from_arrays([value_list, shape_list], names=["values", "shape"])
-
-
-def _events(rng: np.random.Generator, rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    counts = rng.poisson(40, rows)
+def _events(rng: np.random.Generator, users: int) -> dict[str, np.ndarray]:
+    counts = 1 + rng.poisson(EVENTS_PER_USER - 1, users)
     total = int(counts.sum())
+    user = np.repeat(np.arange(users, dtype=np.int64), counts)
     # Spending peaks in the evening; categories are unevenly popular.
     hour_weights = 1.0 + np.sin(np.linspace(-np.pi / 2, 1.5 * np.pi, HOURS)) ** 2
-    hours = rng.choice(HOURS, total, p=hour_weights / hour_weights.sum())
-    categories = rng.choice(CATEGORIES, total, p=[0.4, 0.3, 0.2, 0.1])
-    buckets = (categories * HOURS + hours).astype(np.int32)
-    amounts = rng.lognormal(3.0, 1.0, total).astype(np.float32)
-    return counts, buckets, amounts
+    hour = rng.choice(HOURS, total, p=hour_weights / hour_weights.sum()).astype(np.int32)
+    category = rng.choice(CATEGORIES, total, p=[0.4, 0.3, 0.2, 0.1]).astype(np.int32)
+    day = rng.integers(0, DAYS, total, dtype=np.int32)
+    # Readings cluster around each user's home cell: cells are read again, the newest wins.
+    home = rng.integers(2, TILE - 2, (users, 2))[user]
+    cells = np.clip(home + np.rint(rng.normal(0.0, 1.5, (total, 2))), 0, TILE - 1)
+    return {
+        "user_id": user,
+        "category": category,
+        "hour": hour,
+        "amount": rng.lognormal(3.0, 1.0, total).astype(np.float32),
+        "day": day,
+        "cell_x": cells[:, 0].astype(np.int32),
+        "cell_y": cells[:, 1].astype(np.int32),
+        "reading": rng.gamma(2.0, 1.0, total).astype(np.float32),
+        "second": rng.integers(0, 3600, total),
+        "counts": counts,
+    }
 
 
-def generate(path: str, rows: int, *, seed: int = 0, files: int = 4) -> DemoData:
-    """Writes the dataset under directory `path` (Parquet files) and describes it."""
+def generate(path: str, users: int, *, seed: int = 0, files: int = 4) -> DemoData:
+    """Writes the events of `users` users under directory `path` (Parquet files) and
+    describes them."""
     rng = np.random.default_rng(seed)
     os.makedirs(path, exist_ok=True)
-    counts, buckets, amounts = _events(rng, rows)
-    tiles = rng.gamma(2.0, 1.0, rows * TILE * TILE).astype(np.float32)
-    tile_shapes = np.tile([TILE, TILE], (rows, 1))
-    cell_counts = rng.integers(1, 9, rows)
-    cells = rng.integers(0, TILE, (int(cell_counts.sum()), 2)).astype(np.int32)
-    cell_shapes = np.stack([cell_counts, np.full(rows, 2)], axis=1)
-    cell_values = rng.gamma(2.0, 1.0, int(cell_counts.sum())).astype(np.float32)
-    series = rng.normal(100.0, 15.0, rows * SERIES).astype(np.float32)
-    latest = rng.normal(100.0, 15.0, rows * HOURS).astype(np.float32)
+    e = _events(rng, users)
+    starts = np.concatenate([[0], np.cumsum(e["counts"])[:-1]])
+    data = DemoData(path, users, len(e["user_id"]), files)
 
-    # A handful of broken rows, a few of each kind, at fixed places.
-    data = DemoData(path, rows, files)
-    bad = rng.choice(rows, size=min(rows, 3 * max(1, rows // 5000)), replace=False)
+    # A handful of broken users, a few of each kind, one bad event each.
+    bad = rng.choice(users, size=min(users, 3 * max(1, users // 5000)), replace=False)
     kinds = np.array_split(bad, 3)
-    starts = np.concatenate([[0], np.cumsum(counts)])
-    for r in kinds[0]:
-        if counts[r]:
-            buckets[starts[r]] = BUCKETS + 7  # out of range
-            data.bad_buckets.append(int(r))
-    for r in kinds[1]:
-        tile_shapes[r] = [TILE, TILE - 1]  # 240 claimed for 256 values
-        data.bad_tiles.append(int(r))
-    series_mask = np.zeros(rows, bool)
-    series_mask[kinds[2]] = True
-    data.null_series.extend(int(r) for r in kinds[2])
+    for u in kinds[0]:
+        e["category"][starts[u]] = 7  # out of range: the user's spend tensors are in error
+        data.bad_category.append(int(u))
+    for u in kinds[1]:
+        e["cell_x"][starts[u]] = TILE  # out of range: the reading is dropped and counted
+        data.bad_cell.append(int(u))
+    for u in kinds[2]:
+        e["day"][starts[u]] = DAYS  # tomorrow: past the 30-day series, which is in error
+        data.tomorrow.append(int(u))
 
+    hour_of_month = e["day"] * HOURS + e["hour"]
+    ts = hour_of_month.astype(np.int64) * 3600 + e["second"]
     table = pa.table(
         {
-            "user_id": np.arange(rows, dtype=np.int64),
-            "event_bucket": _lists(buckets, counts),
-            "event_amount": _lists(amounts, counts),
-            "tile": _tensors(tiles, np.full(rows, TILE * TILE), tile_shapes),
-            "cells": _tensors(cells.ravel(), cell_counts * 2, cell_shapes),
-            "cell_values": _lists(cell_values, cell_counts),
-            "series": _lists(series, np.full(rows, SERIES), mask=series_mask),
-            "latest": _lists(latest, np.full(rows, HOURS)),
+            "user_id": e["user_id"],
+            "category": e["category"],
+            "hour": e["hour"],
+            "amount": e["amount"],
+            "day": e["day"],
+            "hour_of_month": hour_of_month,
+            "today_amount": _nullable(e["amount"], e["day"] == TODAY),
+            "past_amount": _nullable(e["amount"], e["day"] < TODAY),
+            "cell_x": e["cell_x"],
+            "cell_y": e["cell_y"],
+            "reading": e["reading"],
+            "ts": ts,
         }
     )
+    table = table.take(np.argsort(ts, kind="stable"))  # an event log: in time order
     for old in glob.glob(os.path.join(path, "part-*.parquet")):  # a reused --workdir
         os.remove(old)
-    bounds = np.linspace(0, rows, files + 1).astype(int)
+    bounds = np.linspace(0, data.events, files + 1).astype(int)
     for number, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
         if hi > lo:
             part = os.path.join(path, f"part-{number:03d}.parquet")
-            pq.write_table(table.slice(lo, hi - lo), part, row_group_size=1024)
+            pq.write_table(table.slice(lo, hi - lo), part, row_group_size=64 * 1024)
     return data
