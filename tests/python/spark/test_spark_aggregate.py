@@ -17,13 +17,15 @@ import numpy as np
 import pandas as pd
 import pytest
 from pyspark.sql import functions as F
-from spark_helpers import pa, spark  # noqa: F401
+from spark_helpers import pa, pq, spark, write_parquet  # noqa: F401
 
 from scatterkit.spark import agg_tasks
 from scatterkit.spark import functions as skf
 from scatterkit.spark.agg_spec import check_agg
 from scatterkit.spark.agg_tasks import AggPlan, combine_events, finish_groups
-from scatterkit.spark.errors import SpecError
+from scatterkit.spark.errors import JobFailed, SpecError
+from scatterkit.spark.job import run_job
+from scatterkit.spark.spec import JobSpec
 
 pytestmark = pytest.mark.spark
 
@@ -489,6 +491,96 @@ def test_tasks_give_the_same_bits_for_any_batch_sizes_and_budgets(monkeypatch):
         for g in first:
             assert first[g].tobytes() == result[g].tobytes(), (map_batch, reduce_batch, budget, g)
     assert combined.num_rows < n / 2, "combining shrank what is shuffled"
+
+
+# -- the job's aggregation step ------------------------------------------------------------------
+
+JOB = {
+    "aggregate": {
+        "by": ["user"],
+        "aggregates": {
+            "spend": {"indices": ["h", "c"], "updates": "x", "shape": [4, 3], "on_error": "keep"},
+            "latest": {"indices": ["h"], "updates": "x", "shape": [4], "reduction": "none",
+                       "order_by": "t", "on_error": "drop"},
+        },
+    },
+    "steps": [
+        {"op": "SliceScatter-15", "attributes": {"start": 0, "stop": 1, "step": 1, "axis": 0},
+         "inputs": {"data": "spend", "updates": {"fill": -1.0, "shape": [1, 3], "dtype": "double"}},
+         "output": "spend_masked"}
+    ],
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def event_files(tmp_path_factory):
+    rng = np.random.default_rng(12)
+    n = 2000
+    table = pa.table(
+        {
+            "user": rng.integers(0, 30, n),
+            "h": rng.integers(0, 4, n).astype(np.int32),
+            "c": rng.integers(0, 3, n).astype(np.int32),
+            "x": rng.standard_normal(n),
+            "t": rng.integers(0, 100, n),
+        }
+    )
+    h = table.column("h").to_numpy().copy()
+    h[[5, 6]] = 4  # two bad events: user of row 5 and 6 get errors (spend) and drops (latest)
+    table = table.set_column(1, "h", pa.array(h))
+    return table, write_parquet(tmp_path_factory.mktemp("job_events") / "in", table, files=3)
+
+
+def test_the_job_aggregates_then_runs_the_steps_on_both_engines(spark, event_files, tmp_path):  # noqa: F811
+    table, source = event_files
+    spec = JobSpec.from_dict(JOB)
+    bad_users = {int(table.column("user")[r].as_py()) for r in (5, 6)}
+    outputs = {}
+    for engine in ("arrow", "spark"):
+        summary = run_job(
+            spark, spec, str(source), str(tmp_path / engine), engine=engine, on_error="keep"
+        )
+        assert summary.engine == engine and summary.rows_in == 2000 and summary.rows_out == 30
+        assert summary.aggregated["spend"]["error_groups"] == len(bad_users)
+        assert summary.aggregated["latest"]["dropped"] == 2
+        assert summary.aggregated["latest"]["events"] == 1998
+        lines = "\n".join(summary.lines())
+        assert "rows      2,000 events in, 30 groups out" in lines
+        assert "latest: 1,998 folded, 2 dropped, 0 group(s) kept in error" in lines
+        outputs[engine] = pq.read_table(tmp_path / engine).sort_by("user")
+    assert outputs["arrow"].equals(outputs["spark"])
+    rows = outputs["arrow"].to_pylist()
+    for row in rows:
+        if row["user"] in bad_users:
+            assert row["spend"]["values"] is None and "coordinate h=4" in row["spend"]["error"]
+            assert row["spend_masked"]["error"] is not None  # the step fails on a null tensor
+        else:
+            spend = np.array(row["spend"]["values"]).reshape(4, 3)
+            masked = np.array(row["spend_masked"]["values"]).reshape(4, 3)
+            assert (masked[0] == -1).all() and np.array_equal(masked[1:], spend[1:])
+
+
+def test_a_failing_aggregate_fails_the_job_naming_the_group(spark, event_files, tmp_path):  # noqa: F811
+    table, source = event_files
+    raw = {**JOB, "aggregate": {"by": ["user"], "aggregates": {
+        "spend": {"indices": ["h", "c"], "updates": "x", "shape": [4, 3]}}}}  # fmt: skip
+    user = int(table.column("user")[5].as_py())
+    for engine in ("arrow", "spark"):
+        target = tmp_path / engine
+        with pytest.raises(JobFailed, match=rf"group user={user}|coordinate h=4"):
+            run_job(spark, JobSpec.from_dict(raw), str(source), str(target), engine=engine)
+        assert not target.exists()
+        assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging left
+
+
+def test_an_aggregation_step_is_checked_before_anything_runs(spark, event_files, tmp_path):  # noqa: F811
+    _, source = event_files
+    bad = {"aggregate": {"by": ["user"], "aggregates": {
+        "s": {"indices": ["x"], "updates": "x", "shape": [4]}}}}  # fmt: skip
+    with pytest.raises(SpecError, match="coordinate 'x' must be an integer column"):
+        run_job(spark, JobSpec.from_dict(bad), str(source), str(tmp_path / "o"))
+    with pytest.raises(SpecError, match="missing"):
+        JobSpec.from_dict({"aggregate": {"by": ["u"], "aggregates": {"s": {"indices": ["h"]}}}})
 
 
 # -- arguments -------------------------------------------------------------------------------
