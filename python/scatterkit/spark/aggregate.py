@@ -86,7 +86,8 @@ def scatter_nd_agg(
 
     The result is ``struct<values, shape, error, events, dropped>``. `dtype` defaults to the
     updates' type in `aggregate` and the job; in a bare ``groupBy().agg()`` Spark must know
-    the result type before it reads any data, so there it defaults to double.
+    the result type before it reads any data, so there it defaults to double (bigint for
+    prod).
 
     >>> events.groupBy("user_id").agg(skf.scatter_nd_agg(
     ...     ["hour", "category"], "amount", [24, 16]).alias("spend"))  # doctest: +SKIP
@@ -101,7 +102,8 @@ def scatter_nd_agg(
         order_by=order_by,
         on_error=on_error,
     )
-    column = _udaf_column(spec if spec.dtype is not None else spec.with_dtype(_BARE_DTYPE))
+    bare = "bigint" if reduction == "prod" else _BARE_DTYPE  # prod is for integers only
+    column = _udaf_column(spec if spec.dtype is not None else spec.with_dtype(bare))
     setattr(column, _SPEC_ATTRIBUTE, spec)
     return column
 

@@ -261,6 +261,14 @@ def test_dtype_defaults_to_the_updates_type_in_aggregate_and_to_double_in_a_bare
     assert bare.collect()[0]["t"]["values"] == [5.0, 0.0]
 
 
+def test_a_product_of_integers_needs_no_dtype(spark):  # noqa: F811
+    events = spark.createDataFrame([(1, 0, 3), (1, 0, -5), (1, 1, 2)], "g long, i int, v long")
+    column = skf.scatter_nd_agg(["i"], "v", [3], reduction="prod", fill=1)
+    assert skf.aggregate(events, "g", p=column).collect()[0]["p"]["values"] == [-15, 2, 1]
+    bare = events.groupBy("g").agg(skf.scatter_nd_agg(["i"], "v", [3], reduction="prod").alias("p"))
+    assert bare.collect()[0]["p"]["values"] == [-15, 2, 0]
+
+
 def test_select_over_a_whole_table_is_one_group(spark):  # noqa: F811
     events = spark.createDataFrame([(0, 1.5), (1, 2.0), (0, 0.25)], "i int, v double")
     row = events.select(skf.scatter_nd_agg(["i"], "v", [3], dtype="double").alias("t")).collect()
