@@ -120,7 +120,10 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--rows", type=_at_least(1), default=10_000, help="users to generate (10000)")
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument(
-        "--sample", type=_at_least(0), default=200, help="rows checked against NumPy (200)"
+        "--sample",
+        type=_at_least(0),
+        default=200,
+        help="users checked against NumPy, besides the broken ones (200)",
     )
     demo.add_argument("--workdir", help="keep the input and output here (default: temporary)")
     _spark_options(demo)

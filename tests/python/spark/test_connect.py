@@ -239,6 +239,7 @@ def test_the_demo_runs_through_the_server(connect_server, tmp_path, capsys):  # 
     out = capsys.readouterr().out
     assert code == 0, out
     assert "(through Spark Connect)" in out and "bit for bit" in out
+    assert "events in, 300 groups out" in out and "accounts for all" in out
 
 
 def test_stopping_the_server_ends_its_whole_process_group(remote, connect_server):  # noqa: F811

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import io
 import os
+import re
 import subprocess
 import sys
 import time
@@ -15,11 +17,12 @@ import zipfile
 from types import SimpleNamespace
 
 import numpy as np
+import pyarrow.compute as pc
 import pytest
-from spark_helpers import pq, spark, spark_env  # noqa: F401
+from spark_helpers import pa, pq, spark, spark_env  # noqa: F401
 
-from scatterkit.spark.demo import run_demo
-from scatterkit.spark.demo_data import _lists
+from scatterkit.spark.demo import check_events, check_sample, run_demo
+from scatterkit.spark.demo_data import generate
 from scatterkit.spark.pack import _run, pack, wheel_from_installed
 from scatterkit.spark.progress import Display, Progress, StageCounts
 from scatterkit.spark.session import _quiet_start
@@ -27,21 +30,69 @@ from scatterkit.spark.stats import TaskStats
 from scatterkit.spark.summary import JobSummary
 
 
-def test_demo_checks_a_sample_and_prints_a_summary(spark, tmp_path, capsys):  # noqa: F811
-    code = run_demo(2000, master="local[2]", workdir=str(tmp_path), sample=60)
-    out = capsys.readouterr().out
-    assert code == 0, out
-    assert "rows      2,000 in, 2,000 out" in out
-    assert "errors    " in out and "rows/s" in out and "MB/s" in out
+@pytest.fixture(scope="module")
+def demo(spark, tmp_path_factory):  # noqa: F811
+    """One demo run of 1,000 users (one broken user of each kind), its work directory kept."""
+    workdir = tmp_path_factory.mktemp("demo")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = run_demo(1000, master="local[2]", workdir=str(workdir), sample=40)
+    data = generate(str(workdir / "input"), 1000)  # the same events again: what the job read
+    return SimpleNamespace(code=code, out=printed.getvalue(), output=workdir / "output", data=data)
+
+
+def test_demo_checks_a_sample_and_prints_a_summary(demo):
+    out = demo.out
+    assert demo.code == 0, out
+    assert f"(4 Parquet file(s), {demo.data.events:,} events, 3 broken on purpose)" in out
+    assert f"rows      {demo.data.events:,} events in, 1,000 groups out" in out
+    assert re.search(r"events    spend_mean: [\d,]+ folded, 0 dropped, 1 group\(s\) kept in", out)
+    assert re.search(r"events    tile: [\d,]+ folded, 1 dropped, 0 group\(s\) kept in", out)
+    assert "errors    1 row(s) kept with errors (per step: series_updated: 1)" in out
+    assert "rows/s" in out and "MB/s" in out
     assert "match scatterkit's single-call NumPy API bit for bit" in out
+    assert f"each aggregate accounts for all {demo.data.events:,} events" in out
 
 
-def test_demo_counts_the_files_it_wrote(spark, tmp_path, capsys):  # noqa: F811
-    # Three rows make three files, not the four that larger inputs are split into.
-    code = run_demo(3, master="local[2]", workdir=str(tmp_path), sample=3)
-    out = capsys.readouterr().out
-    assert code == 0, out
-    assert "(3 Parquet file(s), " in out
+def test_the_check_catches_a_wrong_bit_a_lost_error_and_a_wrong_count(demo, tmp_path):
+    data, output = demo.data, pq.read_table(demo.output)
+    assert check_sample(data, str(demo.output), 0) == (3, [])  # sample 0: the broken users
+    cell, category, tomorrow = data.bad_cell[0], data.bad_category[0], data.tomorrow[0]
+    broken = pc.is_in(output["user_id"], pa.array([cell, category, tomorrow]))
+    rows = output.filter(broken).to_pylist()
+    for row in rows:
+        if row["user_id"] == cell:
+            values = row["spend_mean"]["values"]
+            values[5] = float(np.nextafter(np.float32(values[5]), np.float32(np.inf)))
+            row["tile"]["dropped"] = 0
+        elif row["user_id"] == category:
+            row["spend_sum"].update(values=[0.0] * 96, shape=[4, 24], error=None)
+        else:
+            row["series_updated"]["error"] = None
+    wrong = pa.concat_tables(
+        [output.filter(pc.invert(broken)), pa.Table.from_pylist(rows, schema=output.schema)]
+    )
+    pq.write_table(wrong, tmp_path / "wrong.parquet")
+    checked, problems = check_sample(data, str(tmp_path / "wrong.parquet"), 0)
+    assert checked == 3 and len(problems) == 4, problems
+    assert f"user {cell} spend_mean: values differ from the NumPy API" in problems
+    assert any(p.startswith(f"user {cell} tile: ") and "0 dropped" in p for p in problems)
+    assert f"user {category} spend_sum: a bad event, but no error naming it" in problems
+    assert f"user {tomorrow} series_updated: a null input, but no error" in problems
+
+
+def test_the_check_catches_a_summary_that_loses_events(demo):
+    printed = re.findall(
+        r"events    (\w+): ([\d,]+) folded, ([\d,]+) dropped, ([\d,]+) group", demo.out
+    )
+    keys = ("events", "dropped", "error_groups")
+    counts = {name: {k: int(n.replace(",", "")) for k, n in zip(keys, ns)} for name, *ns in printed}
+    summary = JobSummary(demo.data.events, 1000, 1.0, aggregated=counts)
+    assert len(counts) == 6 and check_events(demo.data, summary) == []
+    counts["tile"]["dropped"] = 0  # the dropped reading lost
+    counts["latest"]["events"] += 1  # an event folded twice
+    problems = check_events(demo.data, summary)
+    assert [p.split(":")[0] for p in problems] == ["events of latest", "events of tile"]
 
 
 def test_cli_keeps_sparks_start_up_lines_out_of_the_console(tmp_path):
@@ -75,13 +126,13 @@ def test_quiet_start_yields_to_a_log4j_configuration_of_the_user(tmp_path, monke
     assert _quiet_start({}, "ERROR") == {}
 
 
-def test_generate_replaces_the_files_of_a_reused_directory(tmp_path):
-    from scatterkit.spark.demo_data import generate
-
+def test_generate_writes_events_in_time_order_and_replaces_old_files(tmp_path):
     generate(str(tmp_path), 8)
-    generate(str(tmp_path), 3)  # three files: the fourth of the first run must go
+    data = generate(str(tmp_path), 2, files=3)  # three files: the fourth of the first run goes
     assert len(list(tmp_path.iterdir())) == 3
-    assert pq.read_table(tmp_path).num_rows == 3
+    table = pq.read_table(tmp_path)
+    assert table.num_rows == data.events and set(table["user_id"].to_pylist()) == {0, 1}
+    assert np.all(np.diff(table["ts"].to_numpy()) >= 0)
 
 
 @pytest.mark.parametrize(
@@ -101,13 +152,6 @@ def test_summary_shows_kept_errors_only_when_errors_are_kept():
     assert "errors    2 row(s) kept with errors (per step: b: 2)" in keep.lines()
     clean = JobSummary(rows_in=5, rows_out=5, seconds=1.0, errors={"a": 0})
     assert "errors    0 row(s) kept with errors (per step: none)" in clean.lines()
-
-
-def test_demo_data_null_lists_hold_no_elements():
-    # The Parquet writers of pyarrow 16-23 refuse a null list of non-zero length.
-    lists = _lists(np.arange(6.0), np.array([2, 2, 2]), mask=np.array([False, True, False]))
-    assert lists.to_pylist() == [[0.0, 1.0], None, [4.0, 5.0]]
-    assert lists.offsets.to_pylist() == [0, 2, 2, 4]
 
 
 def test_summary_flags_lost_rows_and_survives_a_zero_duration():
