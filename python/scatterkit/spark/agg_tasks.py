@@ -165,14 +165,21 @@ def _events(plan: AggPlan, i: int, rows: pa.RecordBatch, problems: dict[int, str
     return events
 
 
+CANDIDATE_SHARE = 64  # a key with a 64th of a batch's events may be worth a state
+
+
 def combine_events(plan: AggPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Checks events and passes them on compactly, except those of keys frequent enough in
-    a batch that one state per key is smaller than their events: those fold into task-wide
-    states, sent at the end (or at STATE_BUDGET). Shuffled bytes then grow with keys, not
-    events. A bad event fails the task (on_error fail) or travels as a PROBLEM row."""
+    """Checks events and passes them on compactly, except those of keys frequent in the
+    task: once a key has had more events than one state of it weighs, its events fold into
+    a task-wide state, sent at the end (or at STATE_BUDGET). Shuffled bytes then grow with
+    keys, not events. A bad event fails the task (on_error fail) or travels as a PROBLEM row.
+
+    Only keys holding a CANDIDATE_SHARE of some batch are counted, so the bookkeeping stays
+    small: a key rare in every batch is never worth a state."""
     configure_threads()
     group_bytes = plan.state_bytes()
     hot: dict[tuple[Any, ...], list[AggState]] = {}
+    seen: dict[tuple[Any, ...], int] = {}  # events so far of keys not hot yet
     schema: pa.Schema | None = None
     for batch in batches:
         checked = _check(plan, batch)
@@ -181,18 +188,19 @@ def combine_events(plan: AggPlan, batches: Iterator[pa.RecordBatch]) -> Iterator
         schema = compact.schema
         rows = compact.num_rows
         threshold = max(2, group_bytes * rows // max(1, compact.nbytes))
-        combined = _combine_frequent(plan, compact, checked, threshold, hot) if rows else None
+        combined = _combine_frequent(plan, compact, checked, threshold, hot, seen)
         if combined is None:
             yield compact
             yield from _problem_rows(plan, compact, checked.problems)
         else:
-            kept = pa.array(~combined)
-            yield compact.filter(kept)
+            yield compact.filter(pa.array(~combined))
             still = [{r: m for r, m in p.items() if not combined[r]} for p in checked.problems]
             yield from _problem_rows(plan, compact, still)
         if len(hot) * group_bytes > STATE_BUDGET:
             yield _state_rows(plan, schema, hot)
             hot = {}
+        if len(seen) > 4 * CANDIDATE_SHARE * CANDIDATE_SHARE:
+            seen.clear()  # a bound on memory; counting starts over
     if hot and schema is not None:
         yield _state_rows(plan, schema, hot)
 
@@ -224,33 +232,36 @@ def _combine_frequent(
     checked: _Checked,
     threshold: int,
     hot: dict[tuple[Any, ...], list[AggState]],
+    seen: dict[tuple[Any, ...], int],
 ) -> np.ndarray | None:
-    """Folds the rows of keys with at least `threshold` rows into `hot`; returns which
-    rows it folded (None if no key was that frequent)."""
+    """Folds into `hot` the rows of the batch's candidate keys that are hot, or become so
+    by passing `threshold` events in the task; returns which rows it folded (None: none)."""
     rows = compact.num_rows
-    if rows < threshold:
+    least = max(2, rows // CANDIDATE_SHARE)
+    if rows < least:
         return None
     keys = pa.Table.from_batches([compact]).select(list(plan.keys))
     keys = keys.append_column("__row", pa.array(np.arange(rows)))
     groups = keys.group_by(list(plan.keys), use_threads=False).aggregate([("__row", "list")])
     lists = groups.column("__row_list").combine_chunks()
-    frequent = np.flatnonzero(np.asarray(lists.value_lengths()) >= threshold)
-    if len(frequent) == 0:
-        return None
+    lengths = np.asarray(lists.value_lengths())
     combined = np.zeros(rows, bool)
-    for g in frequent:
+    for g in np.flatnonzero(lengths >= least):
         key = tuple(groups.column(k)[int(g)].as_py() for k in plan.keys)
+        if key not in hot:
+            seen[key] = seen.get(key, 0) + int(lengths[g])
+            if seen[key] < threshold:
+                continue
+            del seen[key]
+            hot[key] = [AggState(spec, 1) for spec in plan.specs]
         members = np.asarray(lists[int(g)].values)
         combined[members] = True
-        states = hot.get(key)
-        if states is None:
-            states = hot[key] = [AggState(spec, 1) for spec in plan.specs]
         taken = compact.take(pa.array(members))
         renumber = {int(r): j for j, r in enumerate(members)}
-        for i, state in enumerate(states):
+        for i, state in enumerate(hot[key]):
             found = {renumber[r]: m for r, m in checked.problems[i].items() if r in renumber}
             state.fold(_events(plan, i, taken, found), np.zeros(len(members), np.int64))
-    return combined
+    return combined if combined.any() else None
 
 
 def _blob_rows(

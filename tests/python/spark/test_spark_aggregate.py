@@ -591,6 +591,33 @@ def test_an_aggregation_step_is_checked_before_anything_runs(spark, event_files,
         JobSpec.from_dict({"aggregate": {"by": ["u"], "aggregates": {"s": {"indices": ["h"]}}}})
 
 
+def test_a_key_frequent_across_a_task_is_combined_though_no_batch_holds_a_states_worth():
+    rng = np.random.default_rng(6)
+    n = 40_960
+    table = pa.table(
+        {
+            "__key0": np.where(rng.random(n) < 0.5, 7, rng.integers(0, 5000, n)),
+            "__coord0": rng.integers(0, 24, n).astype(np.int32),
+            "__coord1": rng.integers(0, 16, n).astype(np.int32),
+            "__value0": rng.standard_normal(n),
+        }
+    )
+    specs = tuple(
+        check_agg(["h", "c"], "x", [24, 16], reduction=r, dtype="double")
+        for r in ("sum", "max", "mean")
+    )
+    plan = AggPlan(("g",), specs)
+    batches = table.to_batches(max_chunksize=4096)
+    threshold = plan.state_bytes() * 4096 // batches[0].nbytes
+    assert threshold > 4096  # one state outweighs a whole batch of events
+    out = pa.Table.from_batches(list(combine_events(plan, iter(batches))))
+    kinds = out.column("__kind").to_numpy()
+    hot_events = (out.column("__key0").to_numpy() == 7) & (kinds == 0)
+    assert (kinds == 1).sum() == 1  # one state for the key, sent at the end of the task
+    # Its events pass until they outweigh a state; every later one folds into the state.
+    assert 0 < hot_events.sum() <= threshold + 4096
+
+
 # -- arguments -------------------------------------------------------------------------------
 
 
