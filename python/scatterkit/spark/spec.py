@@ -177,7 +177,10 @@ class JobSpec:
     @classmethod
     def from_dict(cls, spec: Mapping[str, Any]) -> JobSpec:
         """Parses and checks a decoded JSON specification."""
-        _check_keys(spec, "job", set(), {"steps", "row_id", "passthrough", "aggregate"})
+        # An aggregation alone is a job; without one, steps are required.
+        required = {"steps"} if not (isinstance(spec, Mapping) and "aggregate" in spec) else set()
+        optional = {"steps", "row_id", "passthrough", "aggregate"} - required
+        _check_keys(spec, "job", required, optional)
         aggregate = None
         if "aggregate" in spec:
             aggregate = aggregate_from_dict(spec["aggregate"], "aggregate")
