@@ -161,3 +161,41 @@ def standalone_cluster(tmp_path_factory) -> Iterator[StandaloneCluster]:
 def cluster(standalone_cluster: StandaloneCluster) -> tuple[str, Path]:
     """The shared cluster as (master URL, the worker's work dir)."""
     return standalone_cluster.url, standalone_cluster.work_dir
+
+
+# -- the process tree, read from /proc (the retry tests find Python workers with it) --
+
+
+def process_tree() -> dict[int, list[int]]:
+    """Parent pid -> child pids of every process now (from /proc/<pid>/stat)."""
+    tree: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # ended meanwhile
+            continue
+        parent = int(stat[stat.rindex(")") + 2 :].split()[1])  # the name may hold spaces
+        tree.setdefault(parent, []).append(int(entry.name))
+    return tree
+
+
+def proc_strings(pid: int, name: str) -> list[str]:
+    """/proc/<pid>/cmdline or environ split at NULs ([] once the process is gone)."""
+    try:
+        return Path(f"/proc/{pid}/{name}").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return []
+
+
+def cpu_ticks(pid: int) -> int | None:
+    """User + system CPU time of a live process in clock ticks (None: gone or a zombie)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()
+    if fields[0] in ("Z", "X"):
+        return None
+    return int(fields[11]) + int(fields[12])

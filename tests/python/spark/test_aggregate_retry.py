@@ -45,7 +45,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from spark_helpers import pa, pq, write_parquet
-from standalone_cluster import StandaloneCluster, _cluster_env
+from standalone_cluster import (
+    StandaloneCluster,
+    _cluster_env,
+    cpu_ticks,
+    proc_strings,
+    process_tree,
+)
 
 pytestmark = pytest.mark.spark
 # The `standalone_cluster` fixture: one cluster for the session, shared with other modules.
@@ -159,41 +165,6 @@ def _reference(table: pa.Table) -> Reference:
 # --- the process tree and the executor's log ----------------------------------------------
 
 
-def _process_tree() -> dict[int, list[int]]:
-    """Parent pid -> child pids of every process now (from /proc/<pid>/stat)."""
-    tree: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:  # ended meanwhile
-            continue
-        parent = int(stat[stat.rindex(")") + 2 :].split()[1])  # the name may hold spaces
-        tree.setdefault(parent, []).append(int(entry.name))
-    return tree
-
-
-def _proc_strings(pid: int, name: str) -> list[str]:
-    """/proc/<pid>/cmdline or environ split at NULs ([] once the process is gone)."""
-    try:
-        return Path(f"/proc/{pid}/{name}").read_bytes().decode(errors="replace").split("\0")
-    except OSError:
-        return []
-
-
-def _cpu_ticks(pid: int) -> int | None:
-    """User + system CPU time of a live process in clock ticks (None: gone or a zombie)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rindex(")") + 2 :].split()
-    if fields[0] in ("Z", "X"):
-        return None
-    return int(fields[11]) + int(fields[12])
-
-
 @dataclass
 class Tasks:
     """What the executor's log says: per stage (in order of appearance), the task attempts
@@ -276,8 +247,8 @@ def _start(cluster: StandaloneCluster, root: Path, source: Path) -> Run:
 
 def _find_executor(run: Run, tree: dict[int, list[int]], worker_pid: int) -> None:
     for pid in tree.get(worker_pid, []):
-        if f"{MARK}={run.root.name}" in _proc_strings(pid, "environ"):
-            args = _proc_strings(pid, "cmdline")
+        if f"{MARK}={run.root.name}" in proc_strings(pid, "environ"):
+            args = proc_strings(pid, "cmdline")
             if "--app-id" in args:
                 run.executor = pid, args[args.index("--app-id") + 1]
 
@@ -303,7 +274,7 @@ def _python_workers(tree: dict[int, list[int]], executor_pid: int) -> list[int]:
     return [
         worker
         for daemon in tree.get(executor_pid, [])
-        if "pyspark.daemon" in _proc_strings(daemon, "cmdline")
+        if "pyspark.daemon" in proc_strings(daemon, "cmdline")
         for worker in tree.get(daemon, [])
     ]
 
@@ -314,7 +285,7 @@ def _activity(run: Run, tree: dict[int, list[int]], now: float) -> dict[int, tup
     assert run.executor is not None
     out = {}
     for pid in _python_workers(tree, run.executor[0]):
-        ticks, io = _cpu_ticks(pid), _io_bytes(pid)
+        ticks, io = cpu_ticks(pid), _io_bytes(pid)
         if ticks is None or io is None:
             continue
         sample = (now, ticks, *io)
@@ -336,10 +307,10 @@ def _watch(run: Run, cluster: StandaloneCluster) -> None:
     reduce stage the process tree is read only to find the executor: a look at it costs
     milliseconds of CPU.)"""
     if run.killed is not None:
-        run.gone = run.gone or _cpu_ticks(run.killed) is None
+        run.gone = run.gone or cpu_ticks(run.killed) is None
         return
     if run.executor is None:
-        _find_executor(run, _process_tree(), cluster.worker_pid)
+        _find_executor(run, process_tree(), cluster.worker_pid)
         return
     tasks = Tasks.parse(_executor_log(cluster.work_dir, run.executor[1]))
     stages = list(tasks.running)  # in order of appearance: the map stage, then the reduce
@@ -349,7 +320,7 @@ def _watch(run: Run, cluster: StandaloneCluster) -> None:
     if len(tasks.finished[map_stage]) != FILES or tasks.unfinished(map_stage):
         return
     now = time.monotonic()
-    activity = _activity(run, _process_tree(), now)
+    activity = _activity(run, process_tree(), now)
     quiet = [
         pid
         for pid, (emitted, seconds, ticks, read) in activity.items()

@@ -30,7 +30,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from spark_helpers import pa, pq, tensor_column, write_parquet
-from standalone_cluster import StandaloneCluster, _cluster_env
+from standalone_cluster import (
+    StandaloneCluster,
+    _cluster_env,
+    cpu_ticks,
+    proc_strings,
+    process_tree,
+)
 
 import scatterkit as sk
 
@@ -63,40 +69,6 @@ SPEC = {
 # --- the process tree, from /proc (psutil is not a dependency) ---------------------------
 
 
-def _process_tree() -> dict[int, list[int]]:
-    """Parent pid -> child pids, of every process now (from /proc/<pid>/stat)."""
-    tree: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:  # the process has just ended
-                continue
-            parent = int(stat[stat.rindex(")") + 2 :].split()[1])  # the name may hold spaces
-            tree.setdefault(parent, []).append(int(entry.name))
-    return tree
-
-
-def _proc_strings(pid: int, name: str) -> list[str]:
-    """/proc/<pid>/cmdline or environ, split at NULs ([] once the process is gone)."""
-    try:
-        return Path(f"/proc/{pid}/{name}").read_bytes().decode(errors="replace").split("\0")
-    except OSError:
-        return []
-
-
-def _cpu_ticks(pid: int) -> int | None:
-    """User and system CPU time of a live process in clock ticks (None: gone or a zombie)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rindex(")") + 2 :].split()  # the name in parentheses may hold spaces
-    if fields[0] in ("Z", "X"):
-        return None
-    return int(fields[11]) + int(fields[12])
-
-
 def _io_bytes(pid: int) -> int | None:
     """Bytes a process read and wrote through system calls: files, sockets, pipes (None
     if /proc does not say)."""
@@ -111,8 +83,8 @@ def _io_bytes(pid: int) -> int | None:
 def _executor(tree: dict[int, list[int]], worker_pid: int, engine: str) -> tuple[int, str] | None:
     """The executor JVM (a child of the Worker JVM) of `engine`'s job and its app id."""
     for pid in tree.get(worker_pid, []):
-        if f"{MARK}={engine}" in _proc_strings(pid, "environ"):
-            args = _proc_strings(pid, "cmdline")
+        if f"{MARK}={engine}" in proc_strings(pid, "environ"):
+            args = proc_strings(pid, "cmdline")
             if "--app-id" in args:  # else it has just ended
                 return pid, args[args.index("--app-id") + 1]
     return None
@@ -123,7 +95,7 @@ def _python_workers(tree: dict[int, list[int]], executor_pid: int) -> list[int]:
     return [
         worker
         for daemon in tree.get(executor_pid, [])
-        if "pyspark.daemon" in _proc_strings(daemon, "cmdline")
+        if "pyspark.daemon" in proc_strings(daemon, "cmdline")
         for worker in tree.get(daemon, [])
     ]
 
@@ -224,7 +196,7 @@ def _busy(run: Run, workers: list[int], now: float) -> list[int]:
     quarter second (an idle worker, waiting for its next task, does neither)."""
     busy = []
     for pid in workers:
-        ticks, io = _cpu_ticks(pid), _io_bytes(pid)
+        ticks, io = cpu_ticks(pid), _io_bytes(pid)
         if ticks is None:
             continue
         history = [s for s in run.samples.get(pid, []) if now - s[0] < 2] + [(now, ticks, io)]
@@ -240,9 +212,9 @@ def _watch(run: Run, cluster: StandaloneCluster) -> None:
     main stage has been writing its part file for KILL_DELAY seconds."""
     now = time.monotonic()
     if run.killed is not None:
-        run.gone = run.gone or _cpu_ticks(run.killed) is None  # reaped, or a zombie
+        run.gone = run.gone or cpu_ticks(run.killed) is None  # reaped, or a zombie
         return
-    tree = _process_tree()
+    tree = process_tree()
     if run.executor is None:
         run.executor = _executor(tree, cluster.worker_pid, run.engine)
         if run.executor is None:
