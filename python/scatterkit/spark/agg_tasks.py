@@ -3,16 +3,15 @@
 The combiner reads the events under fixed names (`AggPlan` gives them): the group key
 ``__key0..``, the raw coordinates ``__coord{m}``, each value column (cast to its
 aggregate's type) ``__value{v}`` and each order_by column ``__order{o}``. It checks every
-event once and sends on compact rows: the key, one flat offset ``__cell{g}`` per distinct
-set of coordinates (null where they are bad), the values, the orders, a ``__kind`` and a
-``__blob``:
+event once and sends on rows of a key each: the key, then as lists of the key's events one
+flat offset ``__cell{g}`` per distinct set of coordinates (null where they are bad), the
+values and the orders; then a ``__kind`` and a ``__blob``:
 
-- EVENT: an event that goes through the shuffle as it is;
+- EVENTS: events of the key, in the lists;
 - STATE: the combined states of a key (every aggregate) in the blob;
 - PROBLEM: a bad event of aggregate i (on_error keep or drop): i and its message.
 
-The finisher gets them sorted by key and folds group after group.
-"""
+The finisher gets them sorted by key and folds group after group."""
 
 from __future__ import annotations
 
@@ -23,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .agg_spec import AggSpec
 from .agg_states import AggState, EventRows, flatten, locate, slice_problems
@@ -30,7 +30,7 @@ from .errors import RowError
 from .steps import configure_threads
 
 KIND, BLOB = "__kind", "__blob"
-EVENT, STATE, PROBLEM = 0, 1, 2
+EVENTS, STATE, PROBLEM = 0, 1, 2
 STATE_BUDGET = 128 << 20  # bytes of states a task holds before it sends them on
 RESULT_FIELDS = ("values", "shape", "error", "events", "dropped")
 
@@ -165,44 +165,100 @@ def _events(plan: AggPlan, i: int, rows: pa.RecordBatch, problems: dict[int, str
     return events
 
 
-CANDIDATE_SHARE = 64  # a key with a 64th of a batch's events may be worth a state
+FLUSH_ROWS = 1 << 20  # events a task gathers before it sorts and packs them
+FLUSH_BYTES = 64 << 20  # or bytes of events (slices make events large)
 
 
 def combine_events(plan: AggPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Checks events and passes them on compactly, except those of keys frequent in the
-    task: once a key has had more events than one state of it weighs, its events fold into
-    a task-wide state, sent at the end (or at STATE_BUDGET). Shuffled bytes then grow with
-    keys, not events. A bad event fails the task (on_error fail) or travels as a PROBLEM row.
-
-    Only keys holding a CANDIDATE_SHARE of some batch are counted, so the bookkeeping stays
-    small: a key rare in every batch is never worth a state."""
+    """Checks events and packs them by key: the task gathers up to FLUSH_ROWS events,
+    sorts them by key and sends each key's events on as one row of lists, so the shuffle
+    and its sort handle a row per key and flush, not one per event. A key with more events
+    in a flush than one state of it weighs folds them into a task-wide state instead, sent
+    at the end (or at STATE_BUDGET): shuffled bytes then grow with keys, not events. A bad
+    event fails the task (on_error fail) or travels as a PROBLEM row."""
     configure_threads()
     group_bytes = plan.state_bytes()
     hot: dict[tuple[Any, ...], list[AggState]] = {}
-    seen: dict[tuple[Any, ...], int] = {}  # events so far of keys not hot yet
+    pending: list[pa.RecordBatch] = []
+    rows = size = 0
     schema: pa.Schema | None = None
     for batch in batches:
-        checked = _check(plan, batch)
-        _raise_if_failing(plan, checked.problems, _key_reader(batch, plan))
-        compact = _compact(plan, batch, checked)
-        schema = compact.schema
-        rows = compact.num_rows
-        threshold = max(2, group_bytes * rows // max(1, compact.nbytes))
-        combined = _combine_frequent(plan, compact, checked, threshold, hot, seen)
-        if combined is None:
-            yield compact
-            yield from _problem_rows(plan, compact, checked.problems)
-        else:
-            yield compact.filter(pa.array(~combined))
-            still = [{r: m for r, m in p.items() if not combined[r]} for p in checked.problems]
-            yield from _problem_rows(plan, compact, still)
+        pending.append(batch)
+        rows, size = rows + batch.num_rows, size + batch.nbytes
+        if rows < FLUSH_ROWS and size < FLUSH_BYTES:
+            continue
+        for out in _pack_flush(plan, _concat(pending), group_bytes, hot):
+            schema = out.schema
+            yield out
+        pending, rows, size = [], 0, 0
         if len(hot) * group_bytes > STATE_BUDGET:
-            yield _state_rows(plan, schema, hot)
+            yield _state_rows(plan, out.schema, hot)
             hot = {}
-        if len(seen) > 4 * CANDIDATE_SHARE * CANDIDATE_SHARE:
-            seen.clear()  # a bound on memory; counting starts over
+    if rows:
+        for out in _pack_flush(plan, _concat(pending), group_bytes, hot):
+            schema = out.schema
+            yield out
     if hot and schema is not None:
         yield _state_rows(plan, schema, hot)
+
+
+def _concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
+    if len(batches) == 1:
+        return batches[0]
+    return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
+
+
+def _pack_flush(
+    plan: AggPlan,
+    batch: pa.RecordBatch,
+    group_bytes: int,
+    hot: dict[tuple[Any, ...], list[AggState]],
+) -> Iterator[pa.RecordBatch]:
+    """One flush of events: checked, sorted by key, the keys frequent in it folded into
+    `hot`, the others packed a row per key; then the PROBLEM rows."""
+    checked = _check(plan, batch)
+    _raise_if_failing(plan, checked.problems, _key_reader(batch, plan))
+    compact = _compact(plan, batch, checked)
+    order = pc.sort_indices(compact, sort_keys=[(k, "ascending") for k in plan.keys])
+    ordered = compact.take(order)
+    starts = _group_starts(ordered, plan)
+    counts = np.diff(np.append(starts, ordered.num_rows))
+    threshold = max(2, group_bytes * ordered.num_rows // max(1, ordered.nbytes))
+    frequent = counts >= threshold
+    for g in np.flatnonzero(frequent):
+        _fold_into_hot(plan, ordered.slice(int(starts[g]), int(counts[g])), hot)
+    if frequent.any():
+        ordered = ordered.filter(pa.array(np.repeat(~frequent, counts)))
+        counts = counts[~frequent]
+        starts = np.cumsum(counts) - counts
+    packed = _packed_rows(plan, ordered, starts)
+    yield packed
+    yield from _problem_rows(plan, compact, packed.schema, checked.problems)
+
+
+def _fold_into_hot(
+    plan: AggPlan, rows: pa.RecordBatch, hot: dict[tuple[Any, ...], list[AggState]]
+) -> None:
+    key = _key_reader(rows, plan)(0)
+    states = hot.setdefault(key, [AggState(spec, 1) for spec in plan.specs])
+    slots = np.zeros(rows.num_rows, np.int64)
+    for i, state in enumerate(states):
+        state.fold(_events(plan, i, rows, {}), slots)
+
+
+def _packed_rows(plan: AggPlan, ordered: pa.RecordBatch, starts: np.ndarray) -> pa.RecordBatch:
+    """A row per key: the key, and each event column as a list of the key's events."""
+    offsets = pa.array(np.append(starts, ordered.num_rows).astype(np.int32))
+    columns = []
+    for name in ordered.schema.names:
+        column = ordered.column(name)
+        if name in plan.keys:
+            columns.append(column.take(pa.array(starts)))
+        else:
+            columns.append(pa.ListArray.from_arrays(offsets, column))
+    n = len(starts)
+    columns += [pa.array(np.full(n, EVENTS, np.int8)), pa.nulls(n, pa.binary())]
+    return pa.RecordBatch.from_arrays(columns, names=[*ordered.schema.names, KIND, BLOB])
 
 
 def _compact(plan: AggPlan, batch: pa.RecordBatch, checked: _Checked) -> pa.RecordBatch:
@@ -221,47 +277,7 @@ def _compact(plan: AggPlan, batch: pa.RecordBatch, checked: _Checked) -> pa.Reco
     for o in range(len(plan.orders)):
         names.append(f"__order{o}")
         columns.append(batch.column(f"__order{o}"))
-    names += [KIND, BLOB]
-    columns += [pa.array(np.full(n, EVENT, np.int8)), pa.nulls(n, pa.binary())]
     return pa.RecordBatch.from_arrays(columns, names=names)
-
-
-def _combine_frequent(
-    plan: AggPlan,
-    compact: pa.RecordBatch,
-    checked: _Checked,
-    threshold: int,
-    hot: dict[tuple[Any, ...], list[AggState]],
-    seen: dict[tuple[Any, ...], int],
-) -> np.ndarray | None:
-    """Folds into `hot` the rows of the batch's candidate keys that are hot, or become so
-    by passing `threshold` events in the task; returns which rows it folded (None: none)."""
-    rows = compact.num_rows
-    least = max(2, rows // CANDIDATE_SHARE)
-    if rows < least:
-        return None
-    keys = pa.Table.from_batches([compact]).select(list(plan.keys))
-    keys = keys.append_column("__row", pa.array(np.arange(rows)))
-    groups = keys.group_by(list(plan.keys), use_threads=False).aggregate([("__row", "list")])
-    lists = groups.column("__row_list").combine_chunks()
-    lengths = np.asarray(lists.value_lengths())
-    combined = np.zeros(rows, bool)
-    for g in np.flatnonzero(lengths >= least):
-        key = tuple(groups.column(k)[int(g)].as_py() for k in plan.keys)
-        if key not in hot:
-            seen[key] = seen.get(key, 0) + int(lengths[g])
-            if seen[key] < threshold:
-                continue
-            del seen[key]
-            hot[key] = [AggState(spec, 1) for spec in plan.specs]
-        members = np.asarray(lists[int(g)].values)
-        combined[members] = True
-        taken = compact.take(pa.array(members))
-        renumber = {int(r): j for j, r in enumerate(members)}
-        for i, state in enumerate(hot[key]):
-            found = {renumber[r]: m for r, m in checked.problems[i].items() if r in renumber}
-            state.fold(_events(plan, i, taken, found), np.zeros(len(members), np.int64))
-    return combined if combined.any() else None
 
 
 def _blob_rows(
@@ -292,7 +308,7 @@ def _state_rows(
 
 
 def _problem_rows(
-    plan: AggPlan, compact: pa.RecordBatch, problems: list[dict[int, str]]
+    plan: AggPlan, compact: pa.RecordBatch, schema: pa.Schema, problems: list[dict[int, str]]
 ) -> Iterator[pa.RecordBatch]:
     key_of_row = _key_reader(compact, plan)
     keys, blobs = [], []
@@ -301,7 +317,7 @@ def _problem_rows(
             keys.append(key_of_row(row))
             blobs.append(struct.pack("<I", i) + message.encode())
     if keys:
-        yield _blob_rows(plan, compact.schema, keys, PROBLEM, blobs)
+        yield _blob_rows(plan, schema, keys, PROBLEM, blobs)
 
 
 def _pack(parts: list[bytes]) -> bytes:
@@ -380,17 +396,19 @@ def _fold_groups(
     rows = batch.slice(r0, r1 - r0)
     slot_of_row = np.repeat(np.arange(len(starts)), ends - starts)
     kind = np.asarray(rows.column(KIND))
-    event_rows = np.flatnonzero(kind == EVENT)
-    events_batch = rows if len(event_rows) == len(kind) else rows.take(pa.array(event_rows))
+    event_rows = np.flatnonzero(kind == EVENTS)
+    packed = rows if len(event_rows) == len(kind) else rows.take(pa.array(event_rows))
+    events_batch, lengths = _unpacked_events(plan, packed)
+    slot_of_event = np.repeat(slot_of_row[event_rows], lengths)
     states = []
     for i, spec in enumerate(plan.specs):
         state = AggState(spec, len(starts))
         if carry is not None:
             state.merge(0, carry[1][i])
-        state.fold(_events(plan, i, events_batch, {}), slot_of_row[event_rows])
+        state.fold(_events(plan, i, events_batch, {}), slot_of_event)
         states.append(state)
     blobs = rows.column(BLOB)
-    for r in np.flatnonzero(kind != EVENT):
+    for r in np.flatnonzero(kind != EVENTS):
         slot, blob = int(slot_of_row[r]), blobs[int(r)].as_py()
         if kind[r] == STATE:
             for state, part in zip(states, _unpack(blob)):
@@ -399,6 +417,14 @@ def _fold_groups(
             (i,) = struct.unpack_from("<I", blob)
             states[i].add_problem(slot, blob[4:].decode())
     return states
+
+
+def _unpacked_events(plan: AggPlan, packed: pa.RecordBatch) -> tuple[pa.RecordBatch, np.ndarray]:
+    """The events of EVENTS rows, a row each, and how many each packed row holds."""
+    names = [n for n in packed.schema.names if n not in plan.keys and n not in (KIND, BLOB)]
+    lists = [packed.column(n) for n in names]
+    lengths = np.asarray(pc.list_value_length(lists[0]).fill_null(0), dtype=np.int64)
+    return pa.RecordBatch.from_arrays([c.flatten() for c in lists], names=names), lengths
 
 
 def _finish_carry(plan: AggPlan, carry: tuple[pa.RecordBatch, list[bytes]]) -> pa.RecordBatch:

@@ -251,11 +251,16 @@ def plan_aggregate(df: DataFrame, by: Sequence[str], specs: dict[str, AggSpec]) 
     columns += [F.col(c).alias(f"__order{o}") for o, c in enumerate(plan.orders)]
     events = df.select(*columns)
     fields = {f.name: f for f in events.schema.fields}
+    event_columns = [f"__cell{g}" for g in range(len(plan.cell_groups))]
+    event_columns += [f"__value{v}" for v in range(len(plan.values))]
+    event_columns += [f"__order{o}" for o in range(len(plan.orders))]
+    kinds = {f"__cell{g}": T.IntegerType() for g in range(len(plan.cell_groups))}
     compact_schema = T.StructType(
         [fields[k] for k in plan.keys]
-        + [T.StructField(f"__cell{g}", T.IntegerType(), True) for g in range(len(plan.cell_groups))]
-        + [fields[f"__value{v}"] for v in range(len(plan.values))]
-        + [fields[f"__order{o}"] for o in range(len(plan.orders))]
+        + [
+            T.StructField(c, T.ArrayType(kinds.get(c) or fields[c].dataType, True), True)
+            for c in event_columns
+        ]
         + [T.StructField(KIND, T.ByteType(), False), T.StructField(BLOB, T.BinaryType(), True)]
     )
     compact = events.mapInArrow(functools.partial(combine_events, plan), compact_schema)

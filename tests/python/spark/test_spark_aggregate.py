@@ -15,6 +15,7 @@ from fractions import Fraction
 
 import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
 import pytest
 from pyspark.sql import functions as F
 from spark_helpers import pa, pq, spark, write_parquet  # noqa: F401
@@ -456,8 +457,9 @@ def _task_batches(frame: pd.DataFrame, rows_per_batch: int, kinds: bool = False)
     return table.to_batches(max_chunksize=rows_per_batch)
 
 
-def _run_tasks(frame, map_batch, reduce_batch, monkeypatch, budget):
+def _run_tasks(frame, map_batch, reduce_batch, monkeypatch, budget, flush):
     monkeypatch.setattr(agg_tasks, "STATE_BUDGET", budget)
+    monkeypatch.setattr(agg_tasks, "FLUSH_ROWS", flush)
     plan = AggPlan(("g",), (check_agg(["h", "c"], "x", list(SHAPE), dtype="double"),))
     combined = pa.Table.from_batches(
         list(combine_events(plan, iter(_task_batches(frame, map_batch))))
@@ -473,7 +475,7 @@ def _run_tasks(frame, map_batch, reduce_batch, monkeypatch, budget):
     }
 
 
-def test_tasks_give_the_same_bits_for_any_batch_sizes_and_budgets(monkeypatch):
+def test_tasks_give_the_same_bits_for_any_batch_sizes_flushes_and_budgets(monkeypatch):
     rng = np.random.default_rng(4)
     n = 5000
     frame = pd.DataFrame(
@@ -485,20 +487,27 @@ def test_tasks_give_the_same_bits_for_any_batch_sizes_and_budgets(monkeypatch):
         }
     )
     first = None
-    for map_batch, reduce_batch, budget in (
-        (5000, 5000, 1 << 30),
-        (700, 33, 1 << 30),
-        (997, 101, 3000),
+    # (events per map batch, rows per reduce batch, state budget, events per flush, whether
+    # the key with half of the events has a state's worth in a flush)
+    for map_batch, reduce_batch, budget, flush, combines in (
+        (5000, 5000, 1 << 30, 1 << 20, True),
+        (700, 33, 1 << 30, 1500, True),
+        (997, 101, 3000, 1, True),
+        (64, 7, 1 << 30, 64, False),
     ):
-        combined, result = _run_tasks(frame, map_batch, reduce_batch, monkeypatch, budget)
+        combined, result = _run_tasks(frame, map_batch, reduce_batch, monkeypatch, budget, flush)
         kinds = combined.column("__kind").to_numpy()
-        assert (kinds == 1).any(), "the key with half of the events was combined"
+        assert (kinds == 1).any() == combines, "the key with half of the events is combined"
         assert len(result) == frame.g.nunique()
         if first is None:
             first = result
         for g in first:
-            assert first[g].tobytes() == result[g].tobytes(), (map_batch, reduce_batch, budget, g)
-    assert combined.num_rows < n / 2, "combining shrank what is shuffled"
+            assert first[g].tobytes() == result[g].tobytes(), (map_batch, reduce_batch, flush, g)
+        packed = combined.filter(pc.equal(combined.column("__kind"), 0))
+        lengths = pc.list_value_length(packed.column("__cell0")).to_numpy()
+        folded = sum(v["events"] for v in _states_of(combined))
+        assert lengths.sum() + folded == n, "every event is packed or folded, once"
+    assert combined.num_rows < n / 2, "packing and combining shrank the rows shuffled"
 
 
 # -- the job's aggregation step ------------------------------------------------------------------
@@ -591,7 +600,14 @@ def test_an_aggregation_step_is_checked_before_anything_runs(spark, event_files,
         JobSpec.from_dict({"aggregate": {"by": ["u"], "aggregates": {"s": {"indices": ["h"]}}}})
 
 
-def test_a_key_frequent_across_a_task_is_combined_though_no_batch_holds_a_states_worth():
+def _states_of(combined: pa.Table) -> list[dict]:
+    """The counts of every STATE row's first aggregate (its head: events, dropped)."""
+    blobs = combined.filter(pc.equal(combined.column("__kind"), 1)).column("__blob")
+    heads = [np.frombuffer(b.as_py(), np.int64, 3, 8) for b in blobs]  # after the part length
+    return [{"events": int(h[0]), "dropped": int(h[1])} for h in heads]
+
+
+def test_a_key_frequent_across_batches_is_combined_though_no_batch_holds_a_states_worth():
     rng = np.random.default_rng(6)
     n = 40_960
     table = pa.table(
@@ -612,10 +628,14 @@ def test_a_key_frequent_across_a_task_is_combined_though_no_batch_holds_a_states
     assert threshold > 4096  # one state outweighs a whole batch of events
     out = pa.Table.from_batches(list(combine_events(plan, iter(batches))))
     kinds = out.column("__kind").to_numpy()
-    hot_events = (out.column("__key0").to_numpy() == 7) & (kinds == 0)
-    assert (kinds == 1).sum() == 1  # one state for the key, sent at the end of the task
-    # Its events pass until they outweigh a state; every later one folds into the state.
-    assert 0 < hot_events.sum() <= threshold + 4096
+    keys = out.column("__key0").to_numpy()
+    hot = int((table.column("__key0").to_numpy() == 7).sum())
+    assert keys[kinds == 1].tolist() == [7]  # one state for the key, sent at the end
+    assert _states_of(out) == [{"events": hot, "dropped": 0}]
+    assert 7 not in keys[kinds == 0]  # none of its events travels as an event
+    lengths = pc.list_value_length(out.filter(pc.equal(out.column("__kind"), 0))["__cell0"])
+    assert pc.sum(lengths).as_py() == n - hot  # the other events, a row per key
+    assert (kinds == 0).sum() == len(set(keys[kinds == 0].tolist()))
 
 
 # -- arguments -------------------------------------------------------------------------------
