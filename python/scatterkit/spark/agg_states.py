@@ -357,10 +357,7 @@ class AggState:
             if self.terms:
                 targets = np.concatenate([t for t, _ in self.terms])
                 values = np.concatenate([v for _, v in self.terms])
-                sk.scatter_elements_update(
-                    flat, targets, values, 0, reduction=spec.reduction, use_init_val=False,
-                    exact=True, out=flat,
-                )  # fmt: skip
+                _exact_into(flat, targets, values, spec.reduction)
             for slot in self.merged:
                 fill[slot] = sk.exact_finish(
                     self._slot_state(slot), dtype=dtype, reduction=spec.reduction,
@@ -384,3 +381,24 @@ class AggState:
         for i, j in zip(*np.nonzero(hit & ~small)):  # rare: Python's integers are exact
             out[i, j] = ((int(hi[i, j]) << 32) + int(lo[i, j])) // int(count[i, j])
         return out
+
+
+def _exact_into(flat: np.ndarray, targets: np.ndarray, values: np.ndarray, reduction: str) -> None:
+    """`flat[t]` = the exact sum (or mean) of the values aimed at t, rounded once, for every
+    target t. The exact kernel's cost grows with the elements it is given, so it gets only
+    the targeted ones (renumbered) when they are few."""
+    if 4 * len(targets) >= flat.size:
+        sk.scatter_elements_update(
+            flat, targets, values, 0, reduction=reduction, use_init_val=False, exact=True,
+            out=flat,
+        )  # fmt: skip
+        return
+    hit = np.zeros(flat.size, bool)
+    hit[targets] = True
+    rank = np.cumsum(hit, dtype=np.int64) - 1
+    compact = np.zeros(int(rank[-1]) + 1, flat.dtype)
+    sk.scatter_elements_update(
+        compact, rank[targets], values, 0, reduction=reduction, use_init_val=False, exact=True,
+        out=compact,
+    )  # fmt: skip
+    flat[hit] = compact
