@@ -46,6 +46,7 @@ class AggPlan:
 
     key_names: tuple[str, ...]
     specs: tuple[AggSpec, ...]
+    flush_events: int | None = None  # FLUSH_EVENTS unless the session's conf says otherwise
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -165,12 +166,13 @@ def _events(plan: AggPlan, i: int, rows: pa.RecordBatch, problems: dict[int, str
     return events
 
 
-FLUSH_ROWS = 1 << 21  # events a task gathers before it sorts and packs them
+FLUSH_EVENTS = 1 << 21  # events a task gathers before it sorts and packs them (FLUSH_CONF)
+FLUSH_CONF = "spark.scatterkit.aggregate.flushEvents"
 FLUSH_BYTES = 64 << 20  # or bytes of events (slices make events large)
 
 
 def combine_events(plan: AggPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Checks events and packs them by key: the task gathers up to FLUSH_ROWS events,
+    """Checks events and packs them by key: the task gathers up to FLUSH_EVENTS events,
     sorts them by key and sends each key's events on as one row of lists, so the shuffle
     and its sort handle a row per key and flush, not one per event. A key with more events
     in a flush than one state of it weighs folds them into a task-wide state instead, sent
@@ -182,10 +184,11 @@ def combine_events(plan: AggPlan, batches: Iterator[pa.RecordBatch]) -> Iterator
     pending: list[pa.RecordBatch] = []
     rows = size = 0
     schema: pa.Schema | None = None
+    flush = plan.flush_events or FLUSH_EVENTS
     for batch in batches:
         pending.append(batch)
         rows, size = rows + batch.num_rows, size + batch.nbytes
-        if rows < FLUSH_ROWS and size < FLUSH_BYTES:
+        if rows < flush and size < FLUSH_BYTES:
             continue
         for out in _pack_flush(plan, _concat(pending), group_bytes, hot):
             schema = out.schema

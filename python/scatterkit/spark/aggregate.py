@@ -29,6 +29,7 @@ from .agg_spec import AggregateStep, AggSpec, check_agg
 from .agg_states import AggState, read_events
 from .agg_tasks import (
     BLOB,
+    FLUSH_CONF,
     KIND,
     RESULT_FIELDS,
     AggPlan,
@@ -242,7 +243,10 @@ def plan_aggregate(df: DataFrame, by: Sequence[str], specs: dict[str, AggSpec]) 
     missing = [c for c in by if c not in df.columns]
     if missing:
         raise SpecError(f"aggregate: no column {missing[0]!r} to group by in {df.columns}")
-    plan = AggPlan(tuple(by), tuple(specs.values()))
+    flush = df.sparkSession.conf.get(FLUSH_CONF, None)
+    if flush is not None and (not flush.isdigit() or int(flush) < 1):
+        raise SpecError(f"aggregate: {FLUSH_CONF} must be a number of events, got {flush!r}")
+    plan = AggPlan(tuple(by), tuple(specs.values()), int(flush) if flush else None)
     columns = [F.col(c).alias(k) for c, k in zip(by, plan.keys)]
     columns += [F.col(c).alias(f"__coord{m}") for m, c in enumerate(plan.coordinates)]
     for v, (updates, element, size) in enumerate(plan.values):

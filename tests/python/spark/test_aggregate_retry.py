@@ -6,7 +6,8 @@ sum)`` over a Parquet event table on the shared standalone cluster (one executor
 cores) and writes the groups as Parquet. The plan has two stages with Python tasks: the
 map side (``combine_events``, one task per input file) and, after the shuffle by user, the
 reduce side (``finish_groups`` over ``spark.sql.shuffle.partitions`` = 2 sorted
-partitions). Arrow batches of 100 events make the tasks last seconds. (With batches this
+partitions). Arrow batches of BATCH_ROWS events, each packed on its own (the session's
+``spark.scatterkit.aggregate.flushEvents``), make the tasks last seconds. (With flushes this
 small no key is frequent enough within one for the map side to combine it, a group's
 states outweighing its events there: the reduce side folds every event itself.)
 
@@ -62,7 +63,7 @@ SMALL_USERS = 1000  # besides the hot user, who has half of the events
 FILES = 4  # one map task per input file
 REDUCERS = 2  # reduce tasks (spark.sql.shuffle.partitions, not coalesced)
 SHAPE = (24, 16)  # hour x category
-BATCH_ROWS = 100  # rows per Arrow batch: the Python tasks last seconds, not milliseconds
+BATCH_ROWS = 20  # rows per Arrow batch and events per flush: the Python tasks last seconds
 JOB_TIMEOUT = 300  # seconds
 # The kill: a worker that, since it last wrote, has read QUIET_READ bytes (dozens of
 # batches: a small group's 9 KB of output follows its batch or two, and the worker's
@@ -232,6 +233,7 @@ def _start(cluster: StandaloneCluster, root: Path, source: Path) -> Run:
         "spark.ui.enabled": "false",
         "spark.task.maxFailures": "2",
         "spark.sql.execution.arrow.maxRecordsPerBatch": str(BATCH_ROWS),
+        "spark.scatterkit.aggregate.flushEvents": str(BATCH_ROWS),
         "spark.sql.shuffle.partitions": str(REDUCERS),
         "spark.sql.adaptive.coalescePartitions.enabled": "false",  # keep both reducers
         "spark.sql.files.openCostInBytes": str(1 << 30),  # one map task per input file

@@ -459,7 +459,7 @@ def _task_batches(frame: pd.DataFrame, rows_per_batch: int, kinds: bool = False)
 
 def _run_tasks(frame, map_batch, reduce_batch, monkeypatch, budget, flush):
     monkeypatch.setattr(agg_tasks, "STATE_BUDGET", budget)
-    monkeypatch.setattr(agg_tasks, "FLUSH_ROWS", flush)
+    monkeypatch.setattr(agg_tasks, "FLUSH_EVENTS", flush)
     plan = AggPlan(("g",), (check_agg(["h", "c"], "x", list(SHAPE), dtype="double"),))
     combined = pa.Table.from_batches(
         list(combine_events(plan, iter(_task_batches(frame, map_batch))))
