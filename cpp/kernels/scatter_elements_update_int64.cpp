@@ -1,15 +1,8 @@
 // ScatterElementsUpdate's kernels for int64 and uint64 indices, compiled once for the targets that
-// link scatterkit_kernels (CMakeLists.txt). One unit: the two share their kernels, whose folds
-// compile beside it (scatter_elements_update_int64_*.cpp).
-#include "elements_instances.hpp"
-
-#define SCATTERKIT_DECL extern template
-#define SCATTERKIT_KI int64_t
+// link scatterkit_kernels (CMakeLists.txt). One unit: the two share their kernels.
+#include "scatterkit/ops/scatter_elements_update.hpp"
 
 namespace scatterkit::detail {
-SCATTERKIT_INTEGER_FOLDS
-SCATTERKIT_FLOATING_FOLDS
-
 template void scatter_elements_update_for_index<int64_t>(const TensorRef&, const int64_t*,
                                                          const Shape&, const TensorRef&, int64_t,
                                                          void*, Reduction, bool, const OpOptions&);
