@@ -153,8 +153,9 @@ def aggregate(df: DataFrame, by: str | Sequence[str], **aggregates: Column) -> D
     """Groups `df` by `by` and computes each ``name=scatter_nd_agg(...)`` per group.
 
     The same tensors as ``df.groupBy(by).agg(...)``, computed faster on large inputs:
-    keys frequent within a task are combined into one state per key before the shuffle;
-    every group is then folded from its sorted events and states. The result has the `by`
+    before the shuffle each task packs a key's events into one row per flush of events
+    (``spark.scatterkit.aggregate.flushEvents``, 2M by default) and folds the keys frequent
+    in a flush into one state per key; every group is then folded from its sorted rows. The result has the `by`
     columns and one ``struct<values, shape, error, events, dropped>`` column per name.
 
     >>> skf.aggregate(events, "user_id", spend=skf.scatter_nd_agg(
