@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "test_support.hpp"
@@ -451,6 +452,80 @@ TEST(ScatterElementsUpdate, FloatHistogramMeanMatchesReferenceBitwise) {
         check_histogram_mean<float>(70000, columns, 90000, init, hot);  // bytes; hot: wraps
         check_histogram_mean<double>(40000, columns, 45000, init, hot);
       }
+}
+
+// A 1-D histogram whose table stays in cache folds in fold_line_streaming (histogram.hpp):
+// steps of 64 updates and a tail, the inputs fetched ahead, the rest of the line wrapping
+// every index after a few negative ones; with 2 threads a max splits the line in two parts.
+// Float sum and max must match the C-order fold bitwise (max keeps the first of -0 and +0
+// and the first NaN), and a bad index anywhere throws with out left as it was.
+template <class I>
+void check_streaming_histogram(int64_t size, int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<float> data(static_cast<size_t>(size)), upd(static_cast<size_t>(n));
+  for (auto& v : data) v = float(int(rng() % 7) - 3) * 0.5f;
+  for (int64_t k = 0; k < n; ++k) {
+    float& u = upd[size_t(k)];
+    switch (rng() % 10) {
+      case 0: u = -0.0f; break;
+      case 1: u = 0.0f; break;
+      case 2: {  // a NaN whose payload names the update
+        const uint32_t bits = 0x7fc00000u | uint32_t(k & 0x3fffff);
+        std::memcpy(&u, &bits, sizeof(u));
+        break;
+      }
+      default: u = float(int(rng() % 2001) - 1000) * 0.25f;
+    }
+  }
+  std::vector<I> idx(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) {
+    idx[size_t(k)] = I(rng() % uint64_t(size));
+    if (k > n / 2 && k % 5 == 0) idx[size_t(k)] = I(idx[size_t(k)] - size);  // they wrap
+  }
+  const Shape dshape = {size}, ishape = {n};
+  for (int threads : {1, 2}) {
+    scatterkit::set_num_threads(threads);
+    for (Reduction r : {Reduction::kSum, Reduction::kMax}) {
+      std::vector<float> out(data.size()), expected = data;
+      scatter_elements_update<float, I>(cview(data, dshape), cview(idx, ishape), cview(upd, ishape),
+                                        0, mview(out, dshape), r);
+      if (r == Reduction::kSum)
+        sktest::ref_scatter_elements(expected, dshape, idx, ishape, upd, 0,
+                                     [](float& d, float u) { d = d + u; });
+      else
+        sktest::ref_scatter_elements(expected, dshape, idx, ishape, upd, 0, [](float& d, float u) {
+          if (u != u)
+            d = d != d ? d : u;
+          else if (u > d)
+            d = u;
+        });
+      EXPECT_TRUE(same_bits(out, expected)) << "size " << size << ", n " << n << ", threads "
+                                            << threads << ", " << scatterkit::reduction_name(r);
+      for (int64_t at : {int64_t(0), int64_t(63), int64_t(64), n / 2, n - 300, n - 1}) {
+        if (at < 0 || at >= n) continue;
+        std::vector<I> bad = idx;
+        bad[size_t(at)] = I(size);
+        std::vector<float> kept(data.size(), 7.0f);
+        auto call = [&] {
+          scatter_elements_update<float, I>(cview(data, dshape), cview(bad, ishape),
+                                            cview(upd, ishape), 0, mview(kept, dshape), r);
+        };
+        EXPECT_THROW(call(), std::out_of_range) << "bad index at " << at;
+        EXPECT_EQ(kept, std::vector<float>(data.size(), 7.0f)) << "bad index at " << at;
+      }
+    }
+  }
+  scatterkit::set_num_threads(1);
+}
+
+TEST(ScatterElementsUpdate, StreamingHistogramMatchesReferenceBitwise) {
+  const int before = scatterkit::get_num_threads();
+  for (const auto& [size, n] :
+       {std::pair<int64_t, int64_t>{1, 63}, {1, 64}, {1, 65}, {97, 5000}, {4096, 20011}}) {
+    check_streaming_histogram<int32_t>(size, n, uint32_t(size + n));
+    check_streaming_histogram<int64_t>(size, n, uint32_t(size * n));
+  }
+  scatterkit::set_num_threads(before);
 }
 
 }  // namespace

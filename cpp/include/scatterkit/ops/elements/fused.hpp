@@ -14,6 +14,7 @@
 
 #include "scatterkit/copy.hpp"
 #include "scatterkit/ops/elements/fold.hpp"
+#include "scatterkit/ops/elements/histogram.hpp"
 #include "scatterkit/ops/elements/walk.hpp"
 #include "scatterkit/parallel.hpp"
 #include "scatterkit/reduction.hpp"
@@ -55,6 +56,11 @@ bool fold_parts(const ElementsLayout& l, const KI* idx, const T* upd, const T* d
       } else
         std::fill_n(table, count, T(Op::identity()));
       const int64_t j0 = l.along * k / parts, j1 = l.along * (k + 1) / parts;
+      if (streams_line(l, count * int64_t(sizeof(T)))) {
+        if (!fold_line_streaming<Op>(idx + j0, upd + j0, table, j1 - j0, l.axis_size, valid))
+          bad.store(true, std::memory_order_relaxed);
+        continue;
+      }
       for (int64_t o = 0; o < l.outer; ++o)
         for (int64_t i = 0; i < l.inner; ++i) {
           const LineBlock part{o, o + 1, i, i + 1, j0, j1};
@@ -101,6 +107,11 @@ bool reduce_via_scratch(const ElementsLayout& l, const KI* idx, const T* upd, co
   if (!fold_into_out) scratch.reset(new T[size_t(count)]);
   T* work = fold_into_out ? out : scratch.get();
   if (work != data) parallel_copy(work, data, table_bytes);
+  if (use_init_val && streams_line(l, table_bytes)) {
+    if (!fold_line_streaming<Op>(idx, upd, work, l.along, l.axis_size, valid)) return false;
+    if (work != out) parallel_copy(out, work, table_bytes);
+    return true;
+  }
   std::atomic<bool> bad{false};
   for_each_line_block(l, bytes, narrow_block_lines(l), [&](const LineBlock& blk) {
     if (bad.load(std::memory_order_relaxed)) return;

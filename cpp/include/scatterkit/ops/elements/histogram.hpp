@@ -1,0 +1,91 @@
+// ScatterElementsUpdate's loop for one contiguous line whose table stays in cache (a 1-D
+// histogram of up to a few MB, folded by fused.hpp on its scratch copy): the targets are
+// cache hits, so the pace is set by streaming the indices and updates in, which this loop
+// fetches ahead; fetching each target ahead, as visit_line does for tables in memory, only
+// spends instructions here.
+#pragma once
+
+#include <cstdint>
+
+#include "scatterkit/config.hpp"
+#include "scatterkit/index.hpp"
+#include "scatterkit/ops/elements/walk.hpp"
+#include "scatterkit/prefetch.hpp"
+#include "scatterkit/reduction.hpp"
+
+namespace scatterkit {
+namespace detail {
+inline namespace SCATTERKIT_KERNELS {
+
+// Table bytes up to which a one-line fold streams its inputs rather than fetching its targets.
+constexpr int64_t kStreamingFoldMaxBytes = int64_t(8) << 20;
+
+// Updates between an index (and update) being fetched and being folded: one core's hardware
+// prefetchers alone leave the input streams short of the memory's bandwidth.
+constexpr int64_t kStreamAheadUpdates = 256;
+
+// Updates per step of the streaming loop: each step fetches the cache lines of the step
+// kStreamAheadUpdates ahead, once each.
+constexpr int64_t kStreamStep = 64;
+
+// Whether the one line of layout l (a 1-D histogram) may fold with fold_line_streaming.
+inline bool streams_line(const ElementsLayout& l, int64_t table_bytes) {
+  return l.outer == 1 && l.inner == 1 && l.axis_stride == 1 && l.inner_offset.empty() &&
+         l.outer_offset.empty() && table_bytes <= kStreamingFoldMaxBytes;
+}
+
+// Fetches the cache lines of n elements at p into L1.
+template <class E>
+SCATTERKIT_ALWAYS_INLINE void prefetch_stream(const E* p, int64_t n) {
+  const uintptr_t first = uintptr_t(p), end = first + uint64_t(n) * sizeof(E);
+  for (uintptr_t line = first & ~uintptr_t(63); line < end; line += 64) prefetch_l1(line);
+}
+
+// table[a] = fold(table[a], upd[j]) for j in [j0, j1), a = idx[j] (wrapped when negative and
+// `valid` allows it), in order. Returns false at the first index `valid` rejects (table is
+// then half folded). Wrap: negative indices are expected (see fold_line_streaming).
+template <bool Wrap, class Op, class T, class KI>
+SCATTERKIT_ALWAYS_INLINE bool fold_stream_run(const KI* idx, const T* upd, T* table, int64_t j0,
+                                              int64_t j1, int64_t size, IndexRange valid,
+                                              int64_t& negatives) {
+  for (int64_t j = j0; j < j1; ++j) {
+    const KI v = idx[j];
+    int64_t a = int64_t(v);
+    if constexpr (Wrap) {
+      if (!valid(v)) return false;
+      a = wrap_index(v, size);
+    } else if (uint64_t(a) >= uint64_t(size)) {  // negative or bad: rare
+      if (!valid(v)) return false;
+      a = wrap_index(v, size);
+      ++negatives;
+    }
+    table[a] = fold_into_storage<Op>(table[a], upd[j]);
+  }
+  return true;
+}
+
+// Folds the n updates of one contiguous line into table (size targets, in cache) in C order,
+// checking each index; false at the first bad one. A run of negative indices would mispredict
+// the fast loop's range test: after kFastLoopMisses of them, the rest wraps every index.
+template <class Op, class T, class KI>
+bool fold_line_streaming(const KI* idx, const T* upd, T* table, int64_t n, int64_t size,
+                         IndexRange valid) {
+  int64_t j = 0, negatives = 0;
+  for (; j + kStreamStep <= n; j += kStreamStep) {
+    if (j + kStreamAheadUpdates + kStreamStep <= n) {
+      prefetch_stream(idx + j + kStreamAheadUpdates, kStreamStep);
+      prefetch_stream(upd + j + kStreamAheadUpdates, kStreamStep);
+    }
+    const bool ok = negatives < kFastLoopMisses
+                        ? fold_stream_run<false, Op>(idx, upd, table, j, j + kStreamStep, size,
+                                                     valid, negatives)
+                        : fold_stream_run<true, Op>(idx, upd, table, j, j + kStreamStep, size,
+                                                    valid, negatives);
+    if (!ok) return false;
+  }
+  return fold_stream_run<true, Op>(idx, upd, table, j, n, size, valid, negatives);
+}
+
+}  // namespace SCATTERKIT_KERNELS
+}  // namespace detail
+}  // namespace scatterkit
