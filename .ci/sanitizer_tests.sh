@@ -7,8 +7,7 @@
 # at exit, so leak detection is off. Arguments go to pytest; the Spark cluster
 # test (tests/python/spark/test_cluster.py) ships the regular build to its
 # executors by design, so leave it out here. With --build-only as the first
-# argument it builds the sanitized package and stops (CI builds it in the
-# background, ahead of the tests).
+# argument it builds the sanitized package and stops.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
