@@ -23,7 +23,9 @@
 //                       validation: what a naive implementation costs;
 //                       `sum_prefetch` fetches each target into L2 32 updates
 //                       ahead, as the library does.
-// And once: H_read_inputs_<index>, one pass over the indices and updates.
+// And once: H_read_inputs_<index>, one pass over the indices and updates; `/ahead` fetches
+// them into L1 256 updates ahead, as the library's streaming fold does (histogram.hpp): the
+// floor of any fold that reads its inputs once.
 //
 // Names read H_<reduction>_f32_<index>/<distribution>/bins:<n>/threads:<t>.
 // Benchmarks run table size by table size (the 128M-bin cases last); each
@@ -260,7 +262,7 @@ void H_bare_loop(benchmark::State& state, int64_t bins, Loop loop, Dist d) {
 }
 
 template <class I>
-void H_read_inputs(benchmark::State& state) {
+void H_read_inputs(benchmark::State& state, bool ahead) {
   const std::vector<I>& iv = index_values<I>(indices(kBins[0], Dist::kUniform));
   const int64_t n = int64_t(iv.size());
   const I* idx = iv.data();
@@ -269,8 +271,23 @@ void H_read_inputs(benchmark::State& state) {
   (void)threads;
   for (auto _ : state) {
     uint64_t sum = 0;  // integers: the loop vectorizes, a float sum would not
+    if (!ahead) {
 #pragma omp parallel for num_threads(threads) reduction(+ : sum) schedule(static)
-    for (int64_t i = 0; i < n; ++i) sum += uint64_t(idx[i]) + bits[i];
+      for (int64_t i = 0; i < n; ++i) sum += uint64_t(idx[i]) + bits[i];
+    } else {
+      constexpr int64_t kStep = sk::detail::kStreamStep, kAheadBy = sk::detail::kStreamAheadUpdates;
+      const int64_t steps = n / kStep;
+#pragma omp parallel for num_threads(threads) reduction(+ : sum) schedule(static)
+      for (int64_t s = 0; s < steps; ++s) {
+        const int64_t i0 = s * kStep;
+        if (i0 + kAheadBy + kStep <= n) {
+          sk::detail::prefetch_stream(idx + i0 + kAheadBy, kStep);
+          sk::detail::prefetch_stream(bits + i0 + kAheadBy, kStep);
+        }
+        for (int64_t i = i0; i < i0 + kStep; ++i) sum += uint64_t(idx[i]) + bits[i];
+      }
+      for (int64_t i = steps * kStep; i < n; ++i) sum += uint64_t(idx[i]) + bits[i];
+    }
     benchmark::DoNotOptimize(sum);
   }
   state.SetBytesProcessed(state.iterations() * n * int64_t(sizeof(I) + sizeof(float)));
@@ -292,8 +309,15 @@ void register_kernels(int64_t bins, Reduction r, const char* rname) {
 }
 
 bool register_all() {
-  benchmark::RegisterBenchmark("H_read_inputs_i64", H_read_inputs<int64_t>)->Apply(sb::thread_args);
-  benchmark::RegisterBenchmark("H_read_inputs_i32", H_read_inputs<int32_t>)->Apply(sb::thread_args);
+  for (bool ahead : {false, true}) {
+    const std::string suffix = ahead ? "/ahead" : "";
+    benchmark::RegisterBenchmark(("H_read_inputs_i64" + suffix).c_str(), H_read_inputs<int64_t>,
+                                 ahead)
+        ->Apply(sb::thread_args);
+    benchmark::RegisterBenchmark(("H_read_inputs_i32" + suffix).c_str(), H_read_inputs<int32_t>,
+                                 ahead)
+        ->Apply(sb::thread_args);
+  }
   for (int64_t bins : kBins) {
     const std::string b = bins_part(bins);
     benchmark::RegisterBenchmark(("H_memcpy" + b).c_str(), H_memcpy, bins)->Apply(sb::thread_args);
