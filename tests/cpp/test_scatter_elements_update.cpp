@@ -456,24 +456,29 @@ TEST(ScatterElementsUpdate, FloatHistogramMeanMatchesReferenceBitwise) {
 
 // A 1-D histogram whose table stays in cache folds in fold_line_streaming (histogram.hpp):
 // steps of 64 updates and a tail, the inputs fetched ahead, the rest of the line wrapping
-// every index after a few negative ones; with 2 threads a max splits the line in two parts.
+// every index after a few negative ones, a float max's steps without a NaN update as bare
+// selects; with 2 threads a max splits the line in two parts.
 // Float sum and max must match the C-order fold bitwise (max keeps the first of -0 and +0
 // and the first NaN), and a bad index anywhere throws with out left as it was.
+// nan_every: one update in about that many is a NaN (a rare one leaves most steps of 64
+// without, which a float max folds as a bare select); a target of data is a NaN too.
 template <class I>
-void check_streaming_histogram(int64_t size, int64_t n, uint32_t seed) {
+void check_streaming_histogram(int64_t size, int64_t n, uint32_t seed, uint32_t nan_every) {
   std::mt19937 rng(seed);
   std::vector<float> data(static_cast<size_t>(size)), upd(static_cast<size_t>(n));
   for (auto& v : data) v = float(int(rng() % 7) - 3) * 0.5f;
+  const uint32_t target_nan = 0x7fc00000u | 0x1234u;
+  std::memcpy(&data[size_t(size / 2)], &target_nan, sizeof(float));
   for (int64_t k = 0; k < n; ++k) {
     float& u = upd[size_t(k)];
+    if (rng() % nan_every == 0) {  // a NaN whose payload names the update
+      const uint32_t bits = 0x7fc00000u | uint32_t(k & 0x3fffff);
+      std::memcpy(&u, &bits, sizeof(u));
+      continue;
+    }
     switch (rng() % 10) {
       case 0: u = -0.0f; break;
       case 1: u = 0.0f; break;
-      case 2: {  // a NaN whose payload names the update
-        const uint32_t bits = 0x7fc00000u | uint32_t(k & 0x3fffff);
-        std::memcpy(&u, &bits, sizeof(u));
-        break;
-      }
       default: u = float(int(rng() % 2001) - 1000) * 0.25f;
     }
   }
@@ -522,8 +527,10 @@ TEST(ScatterElementsUpdate, StreamingHistogramMatchesReferenceBitwise) {
   const int before = scatterkit::get_num_threads();
   for (const auto& [size, n] :
        {std::pair<int64_t, int64_t>{1, 63}, {1, 64}, {1, 65}, {97, 5000}, {4096, 20011}}) {
-    check_streaming_histogram<int32_t>(size, n, uint32_t(size + n));
-    check_streaming_histogram<int64_t>(size, n, uint32_t(size * n));
+    for (uint32_t nan_every : {10u, 3000u}) {
+      check_streaming_histogram<int32_t>(size, n, uint32_t(size + n), nan_every);
+      check_streaming_histogram<int64_t>(size, n, uint32_t(size * n), nan_every);
+    }
   }
   scatterkit::set_num_threads(before);
 }

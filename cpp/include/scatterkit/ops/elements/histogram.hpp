@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "scatterkit/config.hpp"
 #include "scatterkit/index.hpp"
@@ -41,10 +43,40 @@ SCATTERKIT_ALWAYS_INLINE void prefetch_stream(const E* p, int64_t n) {
   for (uintptr_t line = first & ~uintptr_t(63); line < end; line += 64) prefetch_l1(line);
 }
 
+// A float min or max whose updates hold no NaN folds as a bare compare and select: the test of
+// each update for NaN that Op::combine needs cost the loop as much as the rest of it.
+template <class Op, class T>
+constexpr bool selects_without_nan_v = std::is_floating_point_v<T> && is_min_max_v<Op, T>;
+
+// Whether any of n floats is a NaN, in integer operations that vectorize.
+template <class T>
+bool step_has_nan(const T* u, int64_t n) {
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  constexpr Bits kAbs = ~Bits(0) >> 1;
+  constexpr Bits kInf = sizeof(T) == 4 ? Bits(0x7f800000u) : Bits(0x7ffULL << 52);
+  Bits nan = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    Bits b;
+    std::memcpy(&b, u + k, sizeof(T));
+    nan |= Bits((b & kAbs) > kInf);
+  }
+  return nan != 0;
+}
+
+// Op::combine for an update that is not NaN: a NaN target loses the compare and stays.
+template <class Op, class T>
+SCATTERKIT_ALWAYS_INLINE T select_no_nan(T a, T v) {
+  if constexpr (std::is_same_v<Op, MaxOp<T>>)
+    return v > a ? v : a;
+  else
+    return v < a ? v : a;
+}
+
 // table[a] = fold(table[a], upd[j]) for j in [j0, j1), a = idx[j] (wrapped when negative and
 // `valid` allows it), in order. Returns false at the first index `valid` rejects (table is
-// then half folded). Wrap: negative indices are expected (see fold_line_streaming).
-template <bool Wrap, class Op, class T, class KI>
+// then half folded). Wrap: negative indices are expected (see fold_line_streaming). NoNaN: no
+// update of the run is a NaN (selects_without_nan_v).
+template <bool Wrap, bool NoNaN, class Op, class T, class KI>
 SCATTERKIT_ALWAYS_INLINE bool fold_stream_run(const KI* idx, const T* upd, T* table, int64_t j0,
                                               int64_t j1, int64_t size, IndexRange valid,
                                               int64_t& negatives) {
@@ -59,7 +91,10 @@ SCATTERKIT_ALWAYS_INLINE bool fold_stream_run(const KI* idx, const T* upd, T* ta
       a = wrap_index(v, size);
       ++negatives;
     }
-    table[a] = fold_into_storage<Op>(table[a], upd[j]);
+    if constexpr (NoNaN)
+      table[a] = select_no_nan<Op>(table[a], upd[j]);
+    else
+      table[a] = fold_into_storage<Op>(table[a], upd[j]);
   }
   return true;
 }
@@ -76,14 +111,22 @@ bool fold_line_streaming(const KI* idx, const T* upd, T* table, int64_t n, int64
       prefetch_stream(idx + j + kStreamAheadUpdates, kStreamStep);
       prefetch_stream(upd + j + kStreamAheadUpdates, kStreamStep);
     }
+    if constexpr (selects_without_nan_v<Op, T>) {
+      if (negatives < kFastLoopMisses && !step_has_nan(upd + j, kStreamStep)) {
+        if (!fold_stream_run<false, true, Op>(idx, upd, table, j, j + kStreamStep, size, valid,
+                                              negatives))
+          return false;
+        continue;
+      }
+    }
     const bool ok = negatives < kFastLoopMisses
-                        ? fold_stream_run<false, Op>(idx, upd, table, j, j + kStreamStep, size,
-                                                     valid, negatives)
-                        : fold_stream_run<true, Op>(idx, upd, table, j, j + kStreamStep, size,
-                                                    valid, negatives);
+                        ? fold_stream_run<false, false, Op>(idx, upd, table, j, j + kStreamStep,
+                                                            size, valid, negatives)
+                        : fold_stream_run<true, false, Op>(idx, upd, table, j, j + kStreamStep,
+                                                           size, valid, negatives);
     if (!ok) return false;
   }
-  return fold_stream_run<true, Op>(idx, upd, table, j, n, size, valid, negatives);
+  return fold_stream_run<true, false, Op>(idx, upd, table, j, n, size, valid, negatives);
 }
 
 }  // namespace SCATTERKIT_KERNELS
