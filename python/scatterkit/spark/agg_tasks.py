@@ -355,13 +355,21 @@ def _group_starts(batch: pa.RecordBatch, plan: AggPlan) -> np.ndarray:
     for k in plan.keys:
         column = batch.column(k)
         valid = np.asarray(column.is_valid())
-        differs = pa.compute.not_equal(column.slice(0, rows - 1), column.slice(1))
-        change[1:] |= np.asarray(differs.fill_null(False)) | (valid[1:] != valid[:-1])
+        before, after = column.slice(0, rows - 1), column.slice(1)
+        differs = np.asarray(pc.not_equal(before, after).fill_null(False))
+        if pa.types.is_floating(column.type):  # NaN keys are one group, as in Spark's groupBy
+            nan = np.asarray(pc.is_nan(column).fill_null(False))
+            differs &= ~(nan[:-1] & nan[1:])
+        change[1:] |= differs | (valid[1:] != valid[:-1])
     return np.flatnonzero(change)
 
 
 def _same_key(a: pa.RecordBatch, b: pa.RecordBatch, plan: AggPlan) -> bool:
-    return all(a.column(k)[0].as_py() == b.column(k)[0].as_py() for k in plan.keys)
+    return all(_same_value(a.column(k)[0].as_py(), b.column(k)[0].as_py()) for k in plan.keys)
+
+
+def _same_value(x: Any, y: Any) -> bool:
+    return x == y or (isinstance(x, float) and isinstance(y, float) and x != x and y != y)
 
 
 def finish_groups(plan: AggPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -155,8 +155,9 @@ def aggregate(df: DataFrame, by: str | Sequence[str], **aggregates: Column) -> D
     The same tensors as ``df.groupBy(by).agg(...)``, computed faster on large inputs:
     before the shuffle each task packs a key's events into one row per flush of events
     (``spark.scatterkit.aggregate.flushEvents``, 2M by default) and folds the keys frequent
-    in a flush into one state per key; every group is then folded from its sorted rows. The result has the `by`
-    columns and one ``struct<values, shape, error, events, dropped>`` column per name.
+    in a flush into one state per key; every group is then folded from its sorted rows.
+    The result has the `by` columns and one ``struct<values, shape, error, events,
+    dropped>`` column per name.
 
     >>> skf.aggregate(events, "user_id", spend=skf.scatter_nd_agg(
     ...     ["hour", "category"], "amount", [24, 16]))  # doctest: +SKIP

@@ -600,6 +600,28 @@ def test_an_aggregation_step_is_checked_before_anything_runs(spark, event_files,
         JobSpec.from_dict({"aggregate": {"by": ["u"], "aggregates": {"s": {"indices": ["h"]}}}})
 
 
+def test_nan_keys_are_one_group_across_batches_and_flushes(monkeypatch):
+    rng = np.random.default_rng(8)
+    n = 600
+    frame = pd.DataFrame(
+        {
+            "g": rng.choice([1.5, np.nan, -2.0], n),
+            "h": rng.integers(0, 4, n),
+            "c": rng.integers(0, 3, n),
+            "x": rng.standard_normal(n),
+        }
+    )
+    combined, _ = _run_tasks(frame, 7, 5, monkeypatch, 1 << 30, 11)
+    plan = AggPlan(("g",), (check_agg(["h", "c"], "x", list(SHAPE), dtype="double"),))
+    ordered = combined.take(pa.array(np.lexsort([combined.column("__key0").to_numpy()])))
+    out = pa.Table.from_batches(list(finish_groups(plan, iter(ordered.to_batches(5)))))
+    keys = out.column("__key0").to_numpy()
+    assert len(keys) == 3 and np.isnan(keys).sum() == 1  # as Spark's groupBy groups NaN
+    events = {str(k): v["events"] for k, v in zip(keys, out.column("__agg0").to_pylist())}
+    assert events["nan"] == int(frame.g.isna().sum())
+    assert sum(events.values()) == n
+
+
 def _states_of(combined: pa.Table) -> list[dict]:
     """The counts of every STATE row's first aggregate (its head: events, dropped)."""
     blobs = combined.filter(pc.equal(combined.column("__kind"), 1)).column("__blob")
