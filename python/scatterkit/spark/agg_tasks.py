@@ -181,28 +181,30 @@ def combine_events(plan: AggPlan, batches: Iterator[pa.RecordBatch]) -> Iterator
     configure_threads()
     group_bytes = plan.state_bytes()
     hot: dict[tuple[Any, ...], list[AggState]] = {}
+    schema: pa.Schema | None = None
+    for events in _flushes(batches, plan.flush_events or FLUSH_EVENTS):
+        for out in _pack_flush(plan, events, group_bytes, hot):
+            schema = out.schema
+            yield out
+        if schema is not None and len(hot) * group_bytes > STATE_BUDGET:
+            yield _state_rows(plan, schema, hot)
+            hot = {}
+    if hot and schema is not None:
+        yield _state_rows(plan, schema, hot)
+
+
+def _flushes(batches: Iterator[pa.RecordBatch], events: int) -> Iterator[pa.RecordBatch]:
+    """The batches gathered into one of `events` rows (or FLUSH_BYTES) at a time."""
     pending: list[pa.RecordBatch] = []
     rows = size = 0
-    schema: pa.Schema | None = None
-    flush = plan.flush_events or FLUSH_EVENTS
     for batch in batches:
         pending.append(batch)
         rows, size = rows + batch.num_rows, size + batch.nbytes
-        if rows < flush and size < FLUSH_BYTES:
-            continue
-        for out in _pack_flush(plan, _concat(pending), group_bytes, hot):
-            schema = out.schema
-            yield out
-        pending, rows, size = [], 0, 0
-        if len(hot) * group_bytes > STATE_BUDGET:
-            yield _state_rows(plan, out.schema, hot)
-            hot = {}
+        if rows >= events or size >= FLUSH_BYTES:
+            yield _concat(pending)
+            pending, rows, size = [], 0, 0
     if rows:
-        for out in _pack_flush(plan, _concat(pending), group_bytes, hot):
-            schema = out.schema
-            yield out
-    if hot and schema is not None:
-        yield _state_rows(plan, schema, hot)
+        yield _concat(pending)
 
 
 def _concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
