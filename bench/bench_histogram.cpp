@@ -23,6 +23,15 @@
 //                       validation: what a naive implementation costs;
 //                       `sum_prefetch` fetches each target into L2 32 updates
 //                       ahead, as the library does.
+//    H_partition:       the first half of a partitioned fold (ops/elements/partition.hpp):
+//                       the updates (uniform int64 indices) counted by range of bins, each
+//                       index checked, then written stably into a buffer of (offset, value)
+//                       entries by range, the threads splitting the updates;
+//    H_range_folds/<r>: its second half on those entries: each range of bins copied from
+//                       data into a scratch in cache, folded there and streamed to out, the
+//                       threads splitting the ranges (sum or max).
+//                       H_partition + H_range_folds is the partitioned fold's cost, its
+//                       copy of the table included.
 // And once: H_read_inputs_<index>, one pass over the indices and updates; `/ahead` fetches
 // them into L1 256 updates ahead, as the library's streaming fold does (histogram.hpp): the
 // floor of any fold that reads its inputs once.
@@ -45,6 +54,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
+#include "scatterkit/ops/elements/partition.hpp"
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -217,6 +227,50 @@ void H_gather_targets(benchmark::State& state, int64_t bins) {
   state.SetBytesProcessed(state.iterations() * n * int64_t(sizeof(int64_t) + sizeof(float)));
 }
 
+void H_partition(benchmark::State& state, int64_t bins) {
+  const std::vector<int64_t>& iv = indices(bins, Dist::kUniform).i64;
+  const std::vector<float>& uv = updates();
+  const int64_t n = int64_t(iv.size());
+  const sk::detail::IndexRange valid{0, bins};
+  sk::set_num_threads(sb::threads_arg(state));
+  for (auto _ : state) {
+    sk::detail::Partition<float> p;
+    benchmark::DoNotOptimize(
+        sk::detail::partition_updates(iv.data(), uv.data(), n, bins, valid, p));
+    benchmark::DoNotOptimize(p.entries());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * n * int64_t(sizeof(int64_t) + 2 * sizeof(float)));
+}
+
+// The partition of the uniform int64 indices of one table size, built on first use.
+const sk::detail::Partition<float>& partition_of(int64_t bins) {
+  static std::map<int64_t, std::unique_ptr<sk::detail::Partition<float>>> all;
+  std::unique_ptr<sk::detail::Partition<float>>& p = all[bins];
+  if (!p) {
+    p = std::make_unique<sk::detail::Partition<float>>();
+    const std::vector<int64_t>& iv = indices(bins, Dist::kUniform).i64;
+    sk::detail::partition_updates(iv.data(), updates().data(), int64_t(iv.size()), bins,
+                                  sk::detail::IndexRange{0, bins}, *p);
+  }
+  return *p;
+}
+
+void H_range_folds(benchmark::State& state, int64_t bins, Reduction r) {
+  Table& t = table(bins);
+  const sk::detail::Partition<float>& p = partition_of(bins);
+  sk::set_num_threads(sb::threads_arg(state));
+  for (auto _ : state) {
+    if (r == Reduction::kSum)
+      sk::detail::fold_ranges<sk::detail::SumOp<float>>(p, t.data.data(), t.out.data(), bins);
+    else
+      sk::detail::fold_ranges<sk::detail::MaxOp<float>>(p, t.data.data(), t.out.data(), bins);
+    benchmark::DoNotOptimize(t.out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * 2 * t.bytes());
+}
+
 enum class Loop { kSum, kMax, kSumPrefetch };
 
 const char* loop_name(Loop l) {
@@ -323,6 +377,14 @@ bool register_all() {
     benchmark::RegisterBenchmark(("H_memcpy" + b).c_str(), H_memcpy, bins)->Apply(sb::thread_args);
     benchmark::RegisterBenchmark(("H_gather_targets" + b).c_str(), H_gather_targets, bins)
         ->Apply(sb::thread_args);
+    if (bins >= (int64_t(1) << 20)) {
+      benchmark::RegisterBenchmark(("H_partition" + b).c_str(), H_partition, bins)
+          ->Apply(sb::thread_args);
+      for (auto [r, rname] : {std::pair{Reduction::kSum, "sum"}, std::pair{Reduction::kMax, "max"}})
+        benchmark::RegisterBenchmark((std::string("H_range_folds/") + rname + b).c_str(),
+                                     H_range_folds, bins, r)
+            ->Apply(sb::thread_args);
+    }
     for (Loop l : {Loop::kSum, Loop::kMax})
       for (Dist d : {Dist::kUniform, Dist::kSkewed}) {
         const std::string name =

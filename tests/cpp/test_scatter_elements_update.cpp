@@ -535,5 +535,101 @@ TEST(ScatterElementsUpdate, StreamingHistogramMatchesReferenceBitwise) {
   scatterkit::set_num_threads(before);
 }
 
+// A 1-D histogram whose table is larger than the last-level cache folds in fold_partitioned
+// (partition.hpp): its updates partitioned stably by range of bins (2^18 float32 bins each),
+// each range then folded in a scratch copy and written out. Called directly here on tables of
+// a few ranges (the last one partial), since the strategy only takes it past the last-level
+// cache: float sum and max match the C-order fold bitwise at 1 and 2 threads, out of place and
+// in place, with NaNs, -0 and +0 and wrapping indices; a bad index anywhere returns false with
+// out untouched.
+template <class I>
+void check_partitioned_histogram(int64_t size, int64_t n, uint32_t seed, uint32_t nan_every) {
+  namespace d = scatterkit::detail;
+  std::mt19937 rng(seed);
+  std::vector<float> data(static_cast<size_t>(size)), upd(static_cast<size_t>(n));
+  for (auto& v : data) v = float(int(rng() % 7) - 3) * 0.5f;
+  const uint32_t target_nan = 0x7fc00000u | 0x1234u;
+  std::memcpy(&data[size_t(size / 2)], &target_nan, sizeof(float));
+  for (int64_t k = 0; k < n; ++k) {
+    float& u = upd[size_t(k)];
+    if (rng() % nan_every == 0) {  // a NaN whose payload names the update
+      const uint32_t bits = 0x7fc00000u | uint32_t(k & 0x3fffff);
+      std::memcpy(&u, &bits, sizeof(u));
+      continue;
+    }
+    switch (rng() % 10) {
+      case 0: u = -0.0f; break;
+      case 1: u = 0.0f; break;
+      default: u = float(int(rng() % 2001) - 1000) * 0.25f;
+    }
+  }
+  // a few bins hit often (their updates' order shows), the rest at random
+  std::vector<I> idx(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) {
+    const uint64_t a = (rng() % 4 == 0 ? uint64_t(size / 2) + rng() % 8 : rng()) % uint64_t(size);
+    idx[size_t(k)] = I(a);
+    if (k % 7 == 0) idx[size_t(k)] = I(int64_t(a) - size);  // they wrap
+  }
+  const Shape dshape = {size}, ishape = {n};
+  const d::IndexRange valid{-size, size};
+  for (int threads : {1, 2}) {
+    scatterkit::set_num_threads(threads);
+    for (Reduction r : {Reduction::kSum, Reduction::kMax}) {
+      std::vector<float> expected = data;
+      if (r == Reduction::kSum)
+        sktest::ref_scatter_elements(expected, dshape, idx, ishape, upd, 0,
+                                     [](float& a, float u) { a = a + u; });
+      else
+        sktest::ref_scatter_elements(expected, dshape, idx, ishape, upd, 0, [](float& a, float u) {
+          if (u != u)
+            a = a != a ? a : u;
+          else if (u > a)
+            a = u;
+        });
+      auto fold = [&](const I* ix, const float* in, float* out) {
+        return r == Reduction::kSum
+                   ? d::fold_partitioned<d::SumOp<float>>(ix, upd.data(), in, out, n, size, valid)
+                   : d::fold_partitioned<d::MaxOp<float>>(ix, upd.data(), in, out, n, size, valid);
+      };
+      const std::string what = "size " + std::to_string(size) + ", n " + std::to_string(n) +
+                               ", threads " + std::to_string(threads) + ", " +
+                               scatterkit::reduction_name(r);
+      std::vector<float> out(data.size(), 7.0f);
+      EXPECT_TRUE(fold(idx.data(), data.data(), out.data())) << what;
+      EXPECT_TRUE(same_bits(out, expected)) << what;
+      std::vector<float> in_place = data;
+      EXPECT_TRUE(fold(idx.data(), in_place.data(), in_place.data())) << what;
+      EXPECT_TRUE(same_bits(in_place, expected)) << what << ", in place";
+      for (int64_t at : {int64_t(0), n / 3, n / 2 + 1, n - 1}) {
+        for (int64_t bad_value : {size, -size - 1}) {
+          std::vector<I> bad = idx;
+          bad[size_t(at)] = I(bad_value);
+          std::vector<float> kept(data.size(), 7.0f), kept_in_place = data;
+          EXPECT_FALSE(fold(bad.data(), data.data(), kept.data())) << what << ", bad at " << at;
+          EXPECT_EQ(kept, std::vector<float>(data.size(), 7.0f)) << what << ", bad at " << at;
+          EXPECT_FALSE(fold(bad.data(), kept_in_place.data(), kept_in_place.data())) << what;
+          EXPECT_TRUE(same_bits(kept_in_place, data)) << what << ", bad at " << at << ", in place";
+        }
+      }
+    }
+  }
+  scatterkit::set_num_threads(1);
+}
+
+TEST(ScatterElementsUpdate, PartitionedHistogramMatchesReferenceBitwise) {
+  const int before = scatterkit::get_num_threads();
+  const int64_t range = int64_t(1) << scatterkit::detail::partition_range_shift(sizeof(float));
+  for (const auto& [size, n] : {std::pair<int64_t, int64_t>{1, 100},
+                                {1000, 5000},
+                                {3 * range + 1000, 200003},
+                                {4 * range, 70001}}) {
+    for (uint32_t nan_every : {10u, 3000u}) {
+      check_partitioned_histogram<int32_t>(size, n, uint32_t(size + n), nan_every);
+      check_partitioned_histogram<int64_t>(size, n, uint32_t(size * n), nan_every);
+    }
+  }
+  scatterkit::set_num_threads(before);
+}
+
 }  // namespace
 }  // namespace test_scatter_elements_update
