@@ -4,26 +4,32 @@
 #
 # The sanitized package goes to its own directory, put first on PYTHONPATH, so
 # the regular install is left alone. Python's own allocations are never freed
-# at exit, so leak detection is off. Arguments go to pytest; the Spark cluster
-# test (tests/python/spark/test_cluster.py) ships the regular build to its
-# executors by design, so leave it out here. With --build-only as the first
-# argument it builds the sanitized package and stops.
+# at exit, so leak detection is off. Arguments go to pytest. The first one may be
+# --build-only (build the sanitized package and stop) or --no-build (test the one
+# built before). Tests of servers and clusters (marker jvm) whose executors get the
+# regular build by design do not belong here: .ci/run picks what runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 site=build/asan-site
-# -O1 rather than the wheel's -O3: a much faster build, and clearer reports.
-flags="-O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
-rm -rf "$site"
-# Build requirements installed once, not in a fresh isolated environment each time: the
-# build directory then stays valid and a rerun only recompiles what changed.
-python -m pip install -q "scikit-build-core>=0.10" "pybind11>=2.13"
-python -m pip install -q --no-deps --no-build-isolation --target "$site" \
-  -Cbuild-dir=build/asan-wheel -Ccmake.build-type=Debug \
-  -Ccmake.define.CMAKE_CXX_FLAGS="$flags" \
-  -Ccmake.define.CMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" \
-  .
-if [ "${1:-}" = --build-only ]; then
+mode=${1:-}
+case "$mode" in --build-only | --no-build) shift ;; esac
+
+if [ "$mode" != --no-build ]; then
+  # -Og and line tables only (-g1) rather than the wheel's -O3: the kernels compile in a
+  # fraction of -O1 -g's time, and reports still name file and line.
+  flags="-Og -g1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+  rm -rf "$site"
+  # Build requirements installed once, not in a fresh isolated environment each time: the
+  # build directory then stays valid and a rerun only recompiles what changed.
+  python -m pip install -q "scikit-build-core>=0.10" "pybind11>=2.13"
+  python -m pip install -q --no-deps --no-build-isolation --target "$site" \
+    -Cbuild-dir=build/asan-wheel -Ccmake.build-type=Debug \
+    -Ccmake.define.CMAKE_CXX_FLAGS="$flags" -Ccmake.define.CMAKE_CXX_FLAGS_DEBUG="" \
+    -Ccmake.define.CMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" \
+    .
+fi
+if [ "$mode" = --build-only ]; then
   exit 0
 fi
 

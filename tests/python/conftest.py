@@ -186,12 +186,19 @@ _MARKERS_BY_PATH = {
 }
 
 
+# The fixtures that start a JVM (a local session, a Connect server, a standalone cluster):
+# the tests that use them, directly or through other fixtures, are marked "jvm".
+_JVM_FIXTURES = {"spark", "connect_server", "standalone_cluster"}
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         parts = item.path.parts
         for place, marker in _MARKERS_BY_PATH.items():
             if place in parts:
                 item.add_marker(getattr(pytest.mark, marker))
+        if _JVM_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.jvm)
 
 
 @pytest.fixture

@@ -22,6 +22,13 @@ pytest.importorskip("pyspark")
 
 REPO = Path(__file__).resolve().parents[3]
 
+# The tests' JVMs (sessions, Connect servers, a standalone master and worker) run many short
+# jobs on two cores: the C1 compiler alone and the serial collector leave the cores to the
+# work. A user's own setting of either variable wins.
+JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+os.environ.setdefault("SPARK_SUBMIT_OPTS", JVM_OPTIONS)
+os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", JVM_OPTIONS)
+
 
 def list_array(rows: Sequence[np.ndarray | None], dtype: object) -> pa.Array:
     """A list<T> column: one flattened array per row (None: a null row)."""

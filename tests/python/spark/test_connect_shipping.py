@@ -23,7 +23,7 @@ from spark_helpers import pa
 
 import scatterkit as sk
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.jvm]  # its own Connect servers
 
 VENV_TIMEOUT = 600  # seconds to build the workers' venv (downloads on a cold pip cache)
 SCHEMA = "out array<double>, module string"

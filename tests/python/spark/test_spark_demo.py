@@ -95,6 +95,7 @@ def test_the_check_catches_a_summary_that_loses_events(demo):
     assert [p.split(":")[0] for p in problems] == ["events of latest", "events of tile"]
 
 
+@pytest.mark.jvm  # the demo in a process of its own
 def test_cli_keeps_sparks_start_up_lines_out_of_the_console(tmp_path):
     # Spark's default profile logs at WARN (and announces itself) until its context exists
     command = [sys.executable, "-m", "scatterkit.spark", "demo", "--rows", "40"]

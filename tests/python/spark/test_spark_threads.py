@@ -126,6 +126,7 @@ print("REPORT " + json.dumps(report))
 """
 
 
+@pytest.mark.jvm  # a driver in a process of its own
 def test_threads_follow_task_cpus_and_forked_workers_of_a_warm_daemon_run(tmp_path):
     (tmp_path / "sk_warm_daemon.py").write_text(DAEMON)
     data = write_parquet(tmp_path / "in", _inputs(300), files=2)
