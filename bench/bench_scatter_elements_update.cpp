@@ -10,6 +10,10 @@
 // Batch_spark: the Spark pipeline's shape through run_batch: 10,000 rows, each
 //     1,000 float32 updates (int64 indices) into 96 zero bins, 1-D
 //     ScatterElementsUpdate-12 sum or mean, exact and not.
+// Sparse_exact: 150,000 float32 terms (int64 indices, uniform) into a 1-D
+//     output of 1,150,000, 600,000 or only the elements they target
+//     (renumbered, about 140,000), exact sum or mean: the cost of the
+//     untargeted elements.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -221,6 +225,76 @@ void Batch_spark_f32_i64(benchmark::State& state, Reduction reduction, bool exac
         std::any_of(errors.begin(), errors.end(), [](const std::string& e) { return !e.empty(); });
   });
   if (failed) state.SkipWithError("a row failed");
+}
+
+// 150,000 terms into 1-D outputs of several sizes: `large` and `mid` targets
+// drawn uniformly, `compact` the same targets renumbered (in order) to the
+// elements hit, so every output gets the same sums.
+struct SparseCase {
+  static constexpr int64_t kTerms = 150'000, kLarge = 1'150'000, kMid = 600'000;
+  std::vector<float> updates;
+  std::vector<int64_t> large_idx, mid_idx, compact_idx;
+  int64_t compact_size = 0;
+  std::vector<float> data, out;  // zeros, as large as the largest output
+
+  SparseCase()
+      : updates(sb::random_values<float>(kTerms, 91)),
+        large_idx(sb::random_indices(kTerms, kLarge, 92)),
+        mid_idx(sb::random_indices(kTerms, kMid, 93)),
+        compact_idx(size_t(kTerms)),
+        data(size_t(kLarge), 0.f),
+        out(size_t(kLarge), 0.f) {
+    std::vector<int64_t> rank(size_t(kLarge), -1);
+    for (int64_t t : large_idx) rank[size_t(t)] = 0;
+    for (int64_t& r : rank)
+      if (r == 0) r = compact_size++;
+    for (size_t p = 0; p < large_idx.size(); ++p) compact_idx[p] = rank[size_t(large_idx[p])];
+  }
+};
+
+SparseCase& sparse() {
+  static SparseCase c;
+  return c;
+}
+
+enum class SparseOut { kLarge, kMid, kCompact };
+
+// Exact sum or mean of the sparse terms into one of the outputs; in place
+// (out = data, use_init_val false: the Spark aggregate's call, which gives the
+// same out every time) or out of place with use_init_val true.
+void Sparse_exact_f32_i64(benchmark::State& state, SparseOut which, Reduction reduction,
+                          bool in_place) {
+  auto& c = sparse();
+  const std::vector<int64_t>& idx = which == SparseOut::kLarge ? c.large_idx
+                                    : which == SparseOut::kMid ? c.mid_idx
+                                                               : c.compact_idx;
+  const int64_t size = which == SparseOut::kLarge ? c.kLarge
+                       : which == SparseOut::kMid ? c.kMid
+                                                  : c.compact_size;
+  const sk::Shape data_shape{size}, index_shape{c.kTerms};
+  float* dst = c.out.data();
+  const sk::TensorView<const float> data{in_place ? dst : c.data.data(), data_shape};
+  const sk::TensorView<const int64_t> indices{idx.data(), index_shape};
+  const sk::TensorView<const float> updates{c.updates.data(), index_shape};
+  const sk::TensorView<float> out{dst, data_shape};
+  sk::OpOptions options;
+  options.exact = true;
+  const int64_t data_bytes = size * int64_t(sizeof(float));
+  const int64_t index_bytes = c.kTerms * int64_t(sizeof(int64_t));
+  const int64_t update_bytes = c.kTerms * int64_t(sizeof(float));
+  const int64_t traffic = in_place
+                              ? sb::traffic_in_place(index_bytes, update_bytes)
+                              : sb::traffic_out_of_place(data_bytes, index_bytes, update_bytes);
+  sb::run_op(state, traffic, dst, [&] {
+    sk::scatter_elements_update<float, int64_t>(data, indices, updates, 0, out, reduction,
+                                                !in_place, options);
+  });
+}
+
+// The floor of the large output out of place: one copy of it.
+void memcpy_floor_Sparse_large(benchmark::State& state) {
+  auto& c = sparse();
+  sb::run_memcpy_floor(state, c.out.data(), c.data.data(), c.kLarge * int64_t(sizeof(float)));
 }
 
 // Floors: one copy of each data tensor.
@@ -573,3 +647,21 @@ BENCHMARK_CAPTURE(bound_Batch_spark_fold, float, RowFold::kFloat)->Apply(one_thr
 BENCHMARK_CAPTURE(bound_Batch_spark_fold, double_twosum, RowFold::kDoubleTwoSum)->Apply(one_thread);
 BENCHMARK_CAPTURE(bound_Batch_spark_fold, double_prechecked, RowFold::kDoublePrechecked)
     ->Apply(one_thread);
+
+BENCHMARK(memcpy_floor_Sparse_large)->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(Sparse_exact_f32_i64, sum_large, SparseOut::kLarge, Reduction::kSum, false)
+    ->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(Sparse_exact_f32_i64, sum_mid, SparseOut::kMid, Reduction::kSum, false)
+    ->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(Sparse_exact_f32_i64, sum_compact, SparseOut::kCompact, Reduction::kSum, false)
+    ->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(Sparse_exact_f32_i64, mean_large, SparseOut::kLarge, Reduction::kMean, false)
+    ->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(Sparse_exact_f32_i64, mean_compact, SparseOut::kCompact, Reduction::kMean, false)
+    ->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(Sparse_exact_f32_i64, sum_large_in_place, SparseOut::kLarge, Reduction::kSum,
+                  true)
+    ->Apply(sb::thread_args);
+BENCHMARK_CAPTURE(Sparse_exact_f32_i64, sum_compact_in_place, SparseOut::kCompact, Reduction::kSum,
+                  true)
+    ->Apply(sb::thread_args);

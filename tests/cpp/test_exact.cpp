@@ -350,6 +350,80 @@ TEST(ExactThreads, MinMaxKeepUntargetedNaNBits) {
   scatterkit::set_num_threads(2);
 }
 
+// Few updates into many elements fold into a table over the targeted elements only: the
+// same bits as the call on those elements alone (a table over every element), on every
+// thread count; untargeted elements, a NaN with a payload among them, keep data's bits; a
+// bad index leaves out untouched.
+TEST(ExactThreads, FewUpdatesIntoManyElementsEqualTheTargetedElementsAlone) {
+  const int64_t n = 40000;
+  std::mt19937_64 gen(13);
+  std::uniform_int_distribution<int> expo(-30, 30);
+  std::normal_distribution<float> val(0.0f, 1.0f);
+  std::vector<float> upd(static_cast<size_t>(n));
+  for (auto& u : upd) u = std::ldexp(val(gen), expo(gen));
+  upd[7] = std::numeric_limits<float>::infinity();
+  for (int64_t size : {int64_t(100000), int64_t(1000000)}) {  // exact table, exact sorted
+    std::vector<float> data(static_cast<size_t>(size));
+    for (auto& d : data) d = std::ldexp(val(gen), expo(gen));
+    std::uniform_int_distribution<int64_t> pick(-size, size - 1);
+    std::vector<int64_t> idx(static_cast<size_t>(n));
+    for (auto& i : idx) i = pick(gen);
+    // the targeted elements, in order, and the indices renumbered to them
+    std::vector<int64_t> kept;
+    for (int64_t i : idx) kept.push_back(i < 0 ? i + size : i);
+    std::sort(kept.begin(), kept.end());
+    kept.erase(std::unique(kept.begin(), kept.end()), kept.end());
+    std::vector<char> targeted(static_cast<size_t>(size), 0);
+    for (int64_t x : kept) targeted[size_t(x)] = 1;
+    for (int64_t x = 0; x < size; ++x)
+      if (!targeted[size_t(x)]) {
+        data[size_t(x)] = from_bits<float>(uint32_t(0x7fc00001));  // one untargeted NaN
+        break;
+      }
+    std::vector<int64_t> renumbered(idx.size());
+    for (size_t p = 0; p < idx.size(); ++p)
+      renumbered[p] =
+          std::lower_bound(kept.begin(), kept.end(), idx[p] < 0 ? idx[p] + size : idx[p]) -
+          kept.begin();
+    std::vector<float> small_data(kept.size());
+    for (size_t r = 0; r < kept.size(); ++r) small_data[r] = data[size_t(kept[r])];
+    for (Reduction r : {Reduction::kSum, Reduction::kMean}) {
+      for (bool init : {true, false}) {
+        const auto want =
+            with_threads(1, [&] { return elements(small_data, renumbered, upd, r, init); });
+        for (int threads : {1, 2}) {
+          const auto got = with_threads(threads, [&] { return elements(data, idx, upd, r, init); });
+          std::vector<float> got_targeted(kept.size());
+          for (size_t k = 0; k < kept.size(); ++k) got_targeted[k] = got[size_t(kept[k])];
+          EXPECT_TRUE(same_bits(got_targeted, want))
+              << "size " << size << ", threads " << threads << ", init " << init;
+          bool untargeted_kept = true;
+          for (int64_t x = 0; x < size; ++x)
+            if (!targeted[size_t(x)] && std::memcmp(&got[size_t(x)], &data[size_t(x)], 4) != 0)
+              untargeted_kept = false;
+          EXPECT_TRUE(untargeted_kept) << "size " << size << ", threads " << threads;
+        }
+      }
+    }
+    // a bad index: out untouched (out of place and in place)
+    std::vector<int64_t> bad = idx;
+    bad[size_t(n / 2)] = size;
+    for (Reduction r : {Reduction::kSum, Reduction::kMean}) {
+      for (bool in_place : {false, true}) {
+        std::vector<float> out(static_cast<size_t>(size), 3.0f);
+        const std::vector<float> before = out;
+        const float* src = in_place ? out.data() : data.data();
+        EXPECT_THROW((scatterkit::scatter_elements_update<float, int64_t>(
+                         scatterkit::TensorView<const float>{src, {size}}, cview(bad, {n}),
+                         cview(upd, {n}), 0, mview(out, {size}), r, true, exact_options())),
+                     scatterkit::IndexError);
+        EXPECT_TRUE(same_bits(out, before)) << "size " << size << ", in place " << in_place;
+      }
+    }
+  }
+  scatterkit::set_num_threads(2);
+}
+
 // ---- run_batch -----------------------------------------------------------------------
 
 TEST(ExactBatch, RowsEqualDirectCalls) {

@@ -498,7 +498,7 @@ def test_cancellation_of_large_terms_against_oracle(rng, dtype, reduction):
 def test_elements_few_updates_into_many_elements_against_oracle(
     rng, dtype, reduction, use_init_val
 ):
-    # Far more elements than updates: the path that sorts the updates by target.
+    # Far more elements than updates: the table over the targeted elements only.
     data = wild_values(rng, dtype, (3, 40000), specials=0.01)
     data = with_odd_nans(rng, data, 20)
     idx = rng.integers(0, 8, (2, 60))  # many duplicates among few targets
@@ -665,7 +665,9 @@ def test_empty_data(dtype):
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
-@pytest.mark.parametrize("shape", [(6,), (70000,)], ids=["dense", "sorted"])
+@pytest.mark.parametrize(
+    "shape", [(6,), (1000,), (70000,)], ids=["dense", "targeted-only", "targeted-only-checked"]
+)
 def test_bad_index_leaves_out_untouched(rng, dtype, shape):
     data = wild_values(rng, dtype, shape)
     idx = rng.integers(0, 6, 50)
@@ -1258,6 +1260,67 @@ def test_threads_give_the_same_bits_1d_histogram_1m_into_1m(rng, dtype):
     for b in rng.integers(0, bins, 200):
         terms = [float(data[b]), *_floats(upd[order[starts[b] : starts[b + 1]]])]
         assert int(to_bits(got)[b]) == oracle(terms, dtype), b
+
+
+def _targets(shape, idx, axis):
+    """The flat offset in data of shape `shape` of the element each index reaches."""
+    coords = list(np.indices(idx.shape))
+    coords[axis] = np.where(idx < 0, idx + shape[axis], idx)
+    return np.ravel_multi_index(coords, shape).ravel()
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("reduction", ["sum", "mean"])
+@pytest.mark.parametrize("use_init_val", [True, False], ids=["init", "no_init"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        ((400_000,), (40_000,), 0),  # far more elements than updates
+        ((100_000,), (40_000,), 0),  # 2.5 elements per update
+        ((4, 100_000), (4, 10_000), 1),  # threads split the outer extent
+        ((3, 100_000), (1, 40_000), 1),  # ... the axis
+        ((8, 40_000), (1, 40_000), 0),  # ... the inner extent
+    ],
+    ids=["1d-sparse", "1d-mid", "2d-outer", "2d-along", "2d-inner"],
+)
+def test_few_updates_into_many_elements_cost_the_targets_only(
+    rng, dtype, reduction, use_init_val, case
+):
+    # Few updates into many elements fold into a table over the targeted elements only: the
+    # same bits as the table over every element (the call on the targeted elements alone), on
+    # every thread count, and untargeted elements (odd NaNs among them) keep data's bits.
+    shape, ishape, axis = case
+    data = with_odd_nans(rng, wild_values(rng, dtype, shape, specials=0.001), 50)
+    size = shape[axis]
+    idx = rng.integers(-size, size, ishape)
+    upd = wild_values(rng, dtype, ishape, specials=0.001)
+    kwargs = dict(reduction=reduction, use_init_val=use_init_val, exact=True)
+    got = _per_thread_count(
+        lambda: sk.scatter_elements_update(data, idx, upd, axis, **kwargs), counts=(1, 2)
+    )
+    in_place = data.copy()
+    sk.set_num_threads(2)
+    sk.scatter_elements_update(in_place, idx, upd, axis, out=in_place, **kwargs)
+    same_bits(in_place, got)
+    # the targeted elements alone, renumbered in a 1-D call: a table over every element
+    targets = _targets(shape, idx, axis)
+    kept = np.unique(targets)
+    want = sk.scatter_elements_update(
+        data.ravel()[kept], np.searchsorted(kept, targets), upd.ravel(), 0, **kwargs
+    )
+    same_bits(got.ravel()[kept], want)
+    untargeted = np.ones(data.size, bool)
+    untargeted[kept] = False
+    same_bits(got.ravel()[untargeted], data.ravel()[untargeted])
+    if len(shape) == 1:  # a sample of the targets against the oracle
+        sk.set_num_threads(1)
+        few = idx[:3000]
+        assert_bits(
+            sk.scatter_elements_update(data, few, upd[:3000], 0, **kwargs),
+            oracle_elements(
+                data, few, upd[:3000], 0, mean=reduction == "mean", use_init_val=use_init_val
+            ),
+        )
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)

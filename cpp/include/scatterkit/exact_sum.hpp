@@ -195,18 +195,6 @@ bool double_sums_exact(const T* upd, int64_t n, const T* init, int64_t count) {
   }
 }
 
-// A target's exact sum from a run of terms: the fast path of one slot.
-template <class T>
-struct ExactRun {
-  ExactSlots<T> slots;
-  double sum = -0.0;
-  void add(double v) { slots.add(&sum, v); }
-  T finish(bool mean, uint64_t count) const {
-    const double* tables[1] = {&sum};
-    return finish_parts<T>(&slots, tables, 1, 0, mean, count);
-  }
-};
-
 }  // namespace SCATTERKIT_KERNELS
 }  // namespace detail
 }  // namespace scatterkit

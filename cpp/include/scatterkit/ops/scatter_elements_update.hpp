@@ -161,7 +161,8 @@ void scatter_elements_update_for_index(const TensorRef& data, const I* raw, cons
                                     bytes))
             validate();  // throws, naming the first bad index
         } else {
-          exact_elements_sorted(layout, idx, upd, dst, mean, use_init_val, bytes);
+          exact_elements_compact(layout, idx, upd, in, dst, count, mean, use_init_val, valid, bytes,
+                                 true);  // indices checked, out holds data
         }
       }
       return;

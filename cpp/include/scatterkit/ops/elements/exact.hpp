@@ -1,5 +1,6 @@
 // ScatterElementsUpdate's exact sums and means (exact=True): in tables of double slots that
-// spill to exact states (exact_sum.hpp), or over the updates sorted by target.
+// spill to exact states (exact_sum.hpp), over all of data's elements or over the targeted
+// ones only.
 #pragma once
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "scatterkit/copy.hpp"
 #include "scatterkit/exact_sum.hpp"
 #include "scatterkit/ops/elements/walk.hpp"
 #include "scatterkit/parallel.hpp"
@@ -56,6 +58,15 @@ constexpr int64_t kUncheckedScanMax = int64_t(1) << 16;
 // Slots up to which the tables live on the stack (a batch row's).
 constexpr int64_t kExactStackSlots = 512;
 
+// Elements per update above which exact_elements_dense leaves the table over
+// every element for one over the targeted elements (exact_elements_compact).
+constexpr int64_t kExactCompactRatio = 2;
+
+template <class T, class KI>
+bool exact_elements_compact(const ElementsLayout& l, const KI* idx, const T* upd, const T* data,
+                            T* out, int64_t count, bool mean, bool use_init_val, IndexRange valid,
+                            int64_t bytes, bool out_holds_data);
+
 // Exact sum or mean along the lines of ScatterElementsUpdate, with a table
 // of `count` slots (data's elements) per part. Each index is checked as it is
 // read (valid); returns false, with out untouched, if one is bad.
@@ -64,6 +75,9 @@ bool exact_elements_dense(const ElementsLayout& l, const KI* idx, const T* upd, 
                           T* out, int64_t count, bool mean, bool use_init_val, IndexRange valid,
                           int64_t bytes) {
   const int64_t updates = l.outer * l.along * l.inner;
+  if (count > kExactCompactRatio * updates)
+    return exact_elements_compact(l, idx, upd, data, out, count, mean, use_init_val, valid, bytes,
+                                  out == data);
   const int64_t parts =
       std::max<int64_t>(1, std::min<int64_t>(threads_for(l.along, bytes), 1 + 2 * updates / count));
   // Targets are told apart from untargeted elements (which keep data) by
@@ -132,35 +146,140 @@ bool exact_elements_dense(const ElementsLayout& l, const KI* idx, const T* upd, 
   return true;
 }
 
-// The same for few updates into many elements (indices already checked):
-// the updates are sorted by target, and each target's run is summed.
+// The set bits of w, without the popcnt instruction the build's baseline lacks
+// (__builtin_popcountll calls libgcc there).
+SCATTERKIT_ALWAYS_INLINE int64_t bit_count(uint64_t w) {
+  w -= (w >> 1) & 0x5555555555555555u;
+  w = (w & 0x3333333333333333u) + ((w >> 2) & 0x3333333333333333u);
+  w = (w + (w >> 4)) & 0x0f0f0f0f0f0f0f0fu;
+  return int64_t((w * 0x0101010101010101u) >> 56);
+}
+
+// The same for few updates into many elements: a table over the targeted
+// elements only, so that an untargeted one costs a bit of a bitmap (and its
+// copy, unless out already holds data). The targets are numbered in ascending
+// order through a bitmap of the elements hit and each word's count of the bits
+// before it; threads split the updates (exactness makes any split give the same
+// bits). Each index is checked as it is read (valid); returns false, with out
+// untouched, if one is bad. `out_holds_data`: out already holds data (in
+// place, or copied), else data is copied into out first.
 template <class T, class KI>
-void exact_elements_sorted(const ElementsLayout& l, const KI* idx, const T* upd, T* out, bool mean,
-                           bool use_init_val, int64_t bytes) {
-  std::vector<std::pair<int64_t, int64_t>> hits;  // (target, update)
-  hits.reserve(size_t(l.outer * l.along * l.inner));
-  for (int64_t o = 0; o < l.outer; ++o) {
-    const int64_t base = l.outer_at(o);
-    visit_block(l, LineBlock{o, o + 1, 0, l.inner, 0, l.along}, idx,
-                [&](int64_t, int64_t t, int64_t p) { hits.push_back({base + t, p}); });
+bool exact_elements_compact(const ElementsLayout& l, const KI* idx, const T* upd, const T* data,
+                            T* out, int64_t count, bool mean, bool use_init_val, IndexRange valid,
+                            int64_t bytes, bool out_holds_data) {
+  const int64_t updates = l.outer * l.along * l.inner;
+  if (updates == 0 || count == 0) {
+    if (!out_holds_data) parallel_copy(out, data, count * int64_t(sizeof(T)));
+    return true;
   }
-  std::sort(hits.begin(), hits.end());
-  std::vector<int64_t> starts;
-  for (size_t h = 0; h < hits.size(); ++h)
-    if (h == 0 || hits[h].first != hits[h - 1].first) starts.push_back(int64_t(h));
-  starts.push_back(int64_t(hits.size()));
-  parallel_for(int64_t(starts.size()) - 1, bytes, [&](int64_t g0, int64_t g1) {
-    for (int64_t g = g0; g < g1; ++g) {
-      const int64_t t = hits[size_t(starts[size_t(g)])].first;
-      ExactRun<T> run;
-      if (use_init_val) run.add(exact_double(out[t]));
-      for (int64_t h = starts[size_t(g)]; h < starts[size_t(g) + 1]; ++h)
-        run.add(exact_double(upd[hits[size_t(h)].second]));
-      const uint64_t n =
-          uint64_t(starts[size_t(g) + 1] - starts[size_t(g)]) + (use_init_val ? 1 : 0);
-      out[t] = run.finish(mean, n);
+  const int64_t words = (count + 63) / 64;
+  // Each update's target (data offset), in update order, and the targets' bitmap: one per
+  // part of the lines, merged.
+  std::unique_ptr<int64_t[]> target(new int64_t[size_t(updates)]);
+  const int64_t line_parts = threads_for(updates, bytes);
+  std::unique_ptr<uint64_t[]> maps(new uint64_t[size_t(line_parts * words)]);
+  std::atomic<bool> bad{false};
+  // Parts split the largest of the outer, along and inner extents.
+  const int64_t split = l.outer >= line_parts   ? 0
+                        : l.along >= line_parts ? 1
+                        : l.inner >= line_parts ? 2
+                                                : -1;
+  parallel_for(split < 0 ? 1 : line_parts, bytes, [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) {
+      uint64_t* map = maps.get() + k * words;
+      std::fill_n(map, words, uint64_t(0));
+      LineBlock blk{0, l.outer, 0, l.inner, 0, l.along};
+      if (split == 0) blk.o0 = l.outer * k / line_parts, blk.o1 = l.outer * (k + 1) / line_parts;
+      if (split == 1) blk.j0 = l.along * k / line_parts, blk.j1 = l.along * (k + 1) / line_parts;
+      if (split == 2) blk.i0 = l.inner * k / line_parts, blk.i1 = l.inner * (k + 1) / line_parts;
+      if (blk.o0 == blk.o1 || blk.i0 == blk.i1 || blk.j0 == blk.j1) continue;
+      const int64_t first = l.outer_at(blk.o0);
+      int64_t* tgt = target.get();
+      auto mark = [tgt, map, first](int64_t, int64_t t, int64_t p) {
+        const int64_t x = first + t;
+        tgt[p] = x;
+        map[x >> 6] |= uint64_t(1) << (x & 63);
+      };
+      if (!visit_block(l, blk, idx, mark, valid)) bad.store(true, std::memory_order_relaxed);
     }
   });
+  if (bad.load()) return false;
+  const int64_t maps_used = split < 0 ? 1 : line_parts;
+  uint64_t* map = maps.get();
+  // before[w]: the targets below word w.
+  std::unique_ptr<int64_t[]> before(new int64_t[size_t(words + 1)]);
+  int64_t hit = 0;
+  for (int64_t w = 0; w < words; ++w) {
+    uint64_t bits = map[w];
+    for (int64_t k = 1; k < maps_used; ++k) bits |= map[k * words + w];
+    map[w] = bits;
+    before[size_t(w)] = hit;
+    hit += bit_count(bits);
+  }
+  before[size_t(words)] = hit;
+  auto rank = [map, &before](int64_t x) {
+    const uint64_t below = map[x >> 6] & ((uint64_t(1) << (x & 63)) - 1);
+    return before[size_t(x >> 6)] + bit_count(below);
+  };
+  // element[r]: the target numbered r.
+  std::unique_ptr<int64_t[]> element(new int64_t[size_t(hit)]);
+  for (int64_t w = 0; w < words; ++w) {
+    int64_t r = before[size_t(w)];
+    for (uint64_t bits = map[w]; bits != 0; bits &= bits - 1)
+      element[size_t(r++)] = w * 64 + __builtin_ctzll(bits);
+  }
+  // Tables of `hit` slots, one per part of the updates, as in exact_elements_dense.
+  const int64_t parts =
+      std::max<int64_t>(1, std::min<int64_t>(threads_for(updates, bytes), 1 + 2 * updates / hit));
+  std::unique_ptr<double[]> table(new double[size_t(parts * hit)]);
+  std::unique_ptr<uint32_t[]> counts;
+  if (mean) counts.reset(new uint32_t[size_t(parts * hit)]);
+  std::vector<ExactSlots<T>> slots(static_cast<size_t>(parts));
+  std::vector<const double*> tables(static_cast<size_t>(parts));
+  for (int64_t k = 0; k < parts; ++k) tables[size_t(k)] = table.get() + k * hit;
+  const bool prefetch = hit * int64_t(sizeof(double)) > (int64_t(1) << 20);  // as above
+  parallel_for(parts, bytes, [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) {
+      double* tab = table.get() + k * hit;
+      ExactSlots<T>& sl = slots[size_t(k)];
+      std::fill_n(tab, hit, -0.0);  // the identity of IEEE addition
+      if (k == 0 && use_init_val)
+        for (int64_t r = 0; r < hit; ++r) sl.add(tab + r, exact_double(data[element[size_t(r)]]));
+      uint32_t* cnt = mean ? counts.get() + k * hit : nullptr;
+      if (cnt) std::fill_n(cnt, hit, 0u);
+      const int64_t p0 = updates * k / parts, p1 = updates * (k + 1) / parts;
+      int64_t* slot = target.get();  // the targets' numbers, from here on
+      for (int64_t p = p0; p < p1; ++p) slot[p] = rank(slot[p]);
+      const int64_t ahead = prefetch ? p1 - kPrefetchDistance : p0;
+      int64_t p = p0;
+      for (; p < ahead; ++p) {
+        prefetch_l2(tab + slot[p + kPrefetchDistance]);
+        sl.add(tab + slot[p], exact_double(upd[p]));
+        if (cnt) ++cnt[slot[p]];
+      }
+      for (; p < p1; ++p) {
+        sl.add(tab + slot[p], exact_double(upd[p]));
+        if (cnt) ++cnt[slot[p]];
+      }
+    }
+  });
+  if (!out_holds_data) parallel_copy(out, data, count * int64_t(sizeof(T)));
+  if (parts == 1 && !mean && slots[0].empty()) {  // every slot holds its sum
+    const double* tab = table.get();
+    parallel_for(hit, hit * int64_t(sizeof(T) + 16), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) out[element[size_t(r)]] = round_double<T>(tab[r]);
+    });
+    return true;
+  }
+  parallel_for(hit, hit * int64_t(sizeof(T) + parts * 12), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      uint64_t n = use_init_val ? 1 : 0;
+      if (mean)
+        for (int64_t k = 0; k < parts; ++k) n += counts[size_t(k * hit + r)];
+      out[element[size_t(r)]] = finish_parts<T>(slots.data(), tables.data(), parts, r, mean, n);
+    }
+  });
+  return true;
 }
 
 }  // namespace SCATTERKIT_KERNELS
