@@ -6,6 +6,7 @@ import base64
 import contextlib
 import hashlib
 import io
+import json
 import os
 import re
 import subprocess
@@ -19,7 +20,7 @@ from types import SimpleNamespace
 import numpy as np
 import pyarrow.compute as pc
 import pytest
-from spark_helpers import pa, pq, spark, spark_env  # noqa: F401
+from spark_helpers import list_array, pa, pq, spark, spark_env, write_parquet  # noqa: F401
 
 from scatterkit.spark.demo import check_events, check_sample, run_demo
 from scatterkit.spark.demo_data import generate
@@ -95,18 +96,43 @@ def test_the_check_catches_a_summary_that_loses_events(demo):
     assert [p.split(":")[0] for p in problems] == ["events of latest", "events of tile"]
 
 
-@pytest.mark.jvm  # the demo in a process of its own
+@pytest.mark.jvm  # Spark in a process of its own
 def test_cli_keeps_sparks_start_up_lines_out_of_the_console(tmp_path):
-    # Spark's default profile logs at WARN (and announces itself) until its context exists
-    command = [sys.executable, "-m", "scatterkit.spark", "demo", "--rows", "40"]
+    # Spark's default profile logs at WARN (and announces itself) until its context exists.
+    # The smallest job shows it: every command starts Spark the same way.
+    spec = {
+        "steps": [
+            {
+                "op": "ScatterElementsUpdate-12",
+                "attributes": {"axis": 0, "reduction": "sum"},
+                "inputs": {
+                    "data": {"fill": 0, "shape": [4], "dtype": "float"},
+                    "indices": "i",
+                    "updates": "x",
+                },
+                "output": "hist",
+            }
+        ]
+    }
+    (tmp_path / "job.json").write_text(json.dumps(spec))
+    table = pa.table(
+        {
+            "i": list_array([np.array([0, 3, 3], np.int32)], np.int32),
+            "x": list_array([np.ones(3, np.float32)], np.float32),
+        }
+    )
+    source = write_parquet(tmp_path / "in", table, files=1)
+    command = [sys.executable, "-m", "scatterkit.spark", "run", "--master", "local[1]"]
+    args = ["--spec", tmp_path / "job.json", "--input", source, "--output", tmp_path / "out"]
     done = subprocess.run(
-        [*command, "--sample", "5", "--master", "local[1]", "--workdir", str(tmp_path)],
+        [*command, "--engine", "spark", *map(str, args)],
         capture_output=True,
         text=True,
         env=spark_env(),
         timeout=600,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    assert pq.read_table(tmp_path / "out")["hist"][0]["values"].as_py() == [1, 0, 0, 2]
     for noise in ("log4j profile", "Setting default log level", " WARN ", " INFO "):
         assert noise not in done.stderr, done.stderr
 
