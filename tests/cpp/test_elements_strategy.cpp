@@ -107,33 +107,6 @@ const std::vector<Case>& cases() {
   return all;
 }
 
-// A 1-D histogram whose table is larger than the last-level cache partitions its updates by
-// range of bins (asked only: such a table is too large to fold in a test), with use_init_val,
-// for the reductions that fold in place, at any thread count.
-TEST(ElementsStrategy, HistogramPastTheLastLevelCachePartitions) {
-  const int64_t llc = scatterkit::detail::last_level_cache_bytes();
-  const int64_t past = llc / 4 + 1, within = llc / 4;  // float32 bins
-  auto strategy = [](const Shape& data, const Shape& indices, int64_t axis, Reduction r,
-                     bool use_init_val = true) {
-    return strategy_name(scatterkit::detail::elements_strategy(data, indices, axis, DType::kFloat32,
-                                                               IndexType::kInt64, r, use_init_val)
-                             .strategy);
-  };
-  for (int threads : {1, 2}) {
-    const Threads t(threads);
-    for (Reduction r : {Reduction::kSum, Reduction::kProd, Reduction::kMin, Reduction::kMax}) {
-      EXPECT_STREQ(strategy({past}, {1000}, 0, r), "fold partitioned");
-      EXPECT_STREQ(strategy({1, past}, {1, 10000000}, 1, r), "fold partitioned");
-      EXPECT_STRNE(strategy({within}, {1000}, 0, r), "fold partitioned");
-      EXPECT_STRNE(strategy({past}, {1000}, 0, r, false), "fold partitioned");  // no init val
-      EXPECT_STRNE(strategy({2, past}, {2, 1000}, 1, r), "fold partitioned");   // two lines
-      EXPECT_STRNE(strategy({past, 2}, {1000, 2}, 0, r), "fold partitioned");   // strided
-    }
-    EXPECT_STRNE(strategy({past}, {1000}, 0, Reduction::kMean), "fold partitioned");
-    EXPECT_STRNE(strategy({past}, {1000}, 0, Reduction::kNone), "fold partitioned");
-  }
-}
-
 class ElementsStrategyCase : public ::testing::TestWithParam<Case> {};
 
 TEST_P(ElementsStrategyCase, TakesItsStrategy) {

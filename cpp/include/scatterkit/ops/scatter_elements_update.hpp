@@ -18,7 +18,6 @@
 #include "scatterkit/ops/elements/fold.hpp"
 #include "scatterkit/ops/elements/fused.hpp"
 #include "scatterkit/ops/elements/move.hpp"
-#include "scatterkit/ops/elements/partition.hpp"
 #include "scatterkit/ops/elements/strategy.hpp"
 #include "scatterkit/ops/elements/walk.hpp"
 #include "scatterkit/reduction.hpp"
@@ -126,9 +125,9 @@ void scatter_elements_update_for_index(const TensorRef& data, const I* raw, cons
   const int64_t bytes = call.bytes();
   // The strategies that check each index as they fold leave out untouched on a bad one; the
   // others run after a validation pass, and from then on nothing throws but allocation.
-  const bool checks_as_it_folds =
-      plan.strategy == S::kExactTable || plan.strategy == S::kFusedFold ||
-      plan.strategy == S::kFusedFoldInParts || plan.strategy == S::kFoldPartitioned;
+  const bool checks_as_it_folds = plan.strategy == S::kExactTable ||
+                                  plan.strategy == S::kFusedFold ||
+                                  plan.strategy == S::kFusedFoldInParts;
   const IndexRange valid{options.allow_negative_indices && std::is_signed_v<I> ? -size : 0, size};
   CopyFirst copy{static_cast<char*>(out), nullptr, data.itemsize};
   if (!checks_as_it_folds) {
@@ -173,8 +172,6 @@ void scatter_elements_update_for_index(const TensorRef& data, const I* raw, cons
           using Op = typename decltype(red)::type;
           if constexpr (folds_through_storage_v<Op, T>) {
             bool ok = true;
-            if (plan.strategy == S::kFoldPartitioned)
-              ok = fold_partitioned<Op>(idx, upd, in, dst, layout.along, layout.axis_size, valid);
             if (plan.strategy == S::kFusedFold)
               ok = reduce_via_scratch<Op>(layout, idx, upd, in, dst, count, use_init_val, valid,
                                           bytes, options.discard_out_on_error);

@@ -1,17 +1,13 @@
 // How ScatterElementsUpdate runs a call: choose_elements_strategy picks one strategy from the
 // layout of the call and the traits of its reduction, in one place, with the thresholds it
 // compares against. Each strategy lives in a header of its own beside this one (move.hpp,
-// fold.hpp, fused.hpp, exact.hpp, partition.hpp); elements_strategy lets tests ask which one a call
-// takes. bench/README.md ("Kernel choices") has the measurements behind the thresholds.
+// fold.hpp, fused.hpp, exact.hpp); elements_strategy lets tests ask which one a call takes.
+// bench/README.md ("Kernel choices") has the measurements behind the thresholds.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
-
-#if defined(__unix__) || defined(__APPLE__)
-#include <unistd.h>
-#endif
 
 #include "scatterkit/config.hpp"
 #include "scatterkit/dtype.hpp"
@@ -30,8 +26,6 @@ enum class ElementsStrategy {
   kFoldInTable,       // a per-block table of (accumulator, count) slots (fold.hpp)
   kFoldLineMean,      // a mean along one long line: sums in place, counts in bytes (fold.hpp)
   kFoldSorted,        // few updates on a long axis, sorted by target (fold.hpp)
-  kFoldPartitioned,   // one line past the last-level cache, its updates partitioned by range
-                      // of bins first (partition.hpp)
   kFusedFold,         // validation fused into a fold on a scratch copy (fused.hpp)
   kFusedFoldInParts,  // the same, each line split between threads (fused.hpp)
   kExactTable,        // exact sum or mean in tables of double slots (exact.hpp)
@@ -45,7 +39,6 @@ inline const char* strategy_name(ElementsStrategy s) {
     case ElementsStrategy::kFoldInTable: return "fold in table";
     case ElementsStrategy::kFoldLineMean: return "fold line mean";
     case ElementsStrategy::kFoldSorted: return "fold sorted";
-    case ElementsStrategy::kFoldPartitioned: return "fold partitioned";
     case ElementsStrategy::kFusedFold: return "fused fold";
     case ElementsStrategy::kFusedFoldInParts: return "fused fold in parts";
     case ElementsStrategy::kExactTable: return "exact table";
@@ -174,27 +167,6 @@ inline int64_t line_parts(const ElementsLayout& l, int64_t table_bytes, int64_t 
   return std::clamp<int64_t>(1 + index_bytes / (2 * std::max<int64_t>(1, table_bytes)), 1, threads);
 }
 
-// The last-level cache's bytes as the system reports them (once), else 32 MB.
-inline int64_t last_level_cache_bytes() {
-  static const int64_t bytes = [] {
-    long reported = 0;
-#if defined(_SC_LEVEL3_CACHE_SIZE)
-    reported = sysconf(_SC_LEVEL3_CACHE_SIZE);
-#endif
-    return reported > 0 ? int64_t(reported) : int64_t(32) << 20;
-  }();
-  return bytes;
-}
-
-// A 1-D histogram whose table is larger than the last-level cache partitions its updates by
-// range of bins first, so that no fold reaches its target in memory: a reduction that folds
-// in place with use_init_val (each bin starts at data's value), on one contiguous line.
-inline bool partitioned_fold_pays(const ElementsLayout& l, const ElementsCall& c) {
-  return c.reduction != Reduction::kNone && c.folds_in_place && c.use_init_val && c.updates > 0 &&
-         l.outer == 1 && l.inner == 1 && l.axis_stride == 1 && l.outer_offset.empty() &&
-         l.inner_offset.empty() && c.data_count * c.itemsize > last_level_cache_bytes();
-}
-
 // An exact table per part pays while it stays small next to the updates; else the updates
 // are sorted by target.
 inline bool exact_table_fits(int64_t elements, int64_t updates) {
@@ -209,10 +181,6 @@ inline ElementsPlan choose_elements_strategy(const ElementsLayout& l, const Elem
     const bool table =
         c.updates > 0 && c.data_count > 0 && exact_table_fits(c.data_count, c.updates);
     plan.strategy = table ? S::kExactTable : S::kExactSorted;
-    return plan;
-  }
-  if (partitioned_fold_pays(l, c)) {
-    plan.strategy = S::kFoldPartitioned;
     return plan;
   }
   const int64_t data_bytes = c.data_count * c.itemsize, index_bytes = c.updates * c.index_size;
