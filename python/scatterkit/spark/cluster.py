@@ -2,7 +2,8 @@
 
 On Spark Connect the driver is a client: it has no SparkContext, and it may not even see
 the cluster's file systems. The file work of a job (listing the input, committing the
-output) therefore runs in a one-task Spark job, wherever the executors run.
+output) therefore runs in a one-task Spark job, wherever the executors run; on a local master the
+executors are this machine's, so it runs here, without a job's second or so.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import pyarrow as pa
+
+from .progress import is_connect
 
 Result = TypeVar("Result")
 _RESULT_SCHEMA = "result binary"
@@ -29,7 +32,12 @@ def _call(fn: Callable[..., Any], args: tuple, batches: Iterator[pa.RecordBatch]
 
 
 def on_cluster(spark: Any, fn: Callable[..., Result], *args: Any) -> Result:
-    """``fn(*args)`` run in one Spark task; its exception is raised here with its type."""
+    """``fn(*args)`` run in one Spark task; its exception is raised here with its type.
+
+    A classic session on a local master (``local[...]``, ``local-cluster[...]``) runs it in
+    this process: its executors share this machine's file systems."""
+    if not is_connect(spark) and spark.sparkContext.master.startswith("local"):
+        return fn(*args)
     frame = spark.range(1, numPartitions=1)
     row = frame.mapInArrow(functools.partial(_call, fn, args), _RESULT_SCHEMA).first()
     ok, value = pickle.loads(row["result"])
