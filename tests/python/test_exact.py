@@ -1276,7 +1276,7 @@ def _targets(shape, idx, axis):
     "case",
     [
         ((400_000,), (40_000,), 0),  # far more elements than updates
-        ((100_000,), (40_000,), 0),  # 2.5 elements per update
+        ((150_000,), (40_000,), 0),  # 3.75 elements per update
         ((4, 100_000), (4, 10_000), 1),  # threads split the outer extent
         ((3, 100_000), (1, 40_000), 1),  # ... the axis
         ((8, 40_000), (1, 40_000), 0),  # ... the inner extent

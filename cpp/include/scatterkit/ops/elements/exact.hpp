@@ -60,7 +60,7 @@ constexpr int64_t kExactStackSlots = 512;
 
 // Elements per update above which exact_elements_dense leaves the table over
 // every element for one over the targeted elements (exact_elements_compact).
-constexpr int64_t kExactCompactRatio = 2;
+constexpr int64_t kExactCompactRatio = 3;
 
 template <class T, class KI>
 bool exact_elements_compact(const ElementsLayout& l, const KI* idx, const T* upd, const T* data,
