@@ -385,20 +385,7 @@ class AggState:
 
 def _exact_into(flat: np.ndarray, targets: np.ndarray, values: np.ndarray, reduction: str) -> None:
     """`flat[t]` = the exact sum (or mean) of the values aimed at t, rounded once, for every
-    target t. The exact kernel's cost grows with the elements it is given, so it gets only
-    the targeted ones (renumbered) when they are few."""
-    if 4 * len(targets) >= flat.size:
-        sk.scatter_elements_update(
-            flat, targets, values, 0, reduction=reduction, use_init_val=False, exact=True,
-            out=flat,
-        )  # fmt: skip
-        return
-    hit = np.zeros(flat.size, bool)
-    hit[targets] = True
-    rank = np.cumsum(hit, dtype=np.int64) - 1
-    compact = np.zeros(int(rank[-1]) + 1, flat.dtype)
+    target t; untargeted elements keep their values."""
     sk.scatter_elements_update(
-        compact, rank[targets], values, 0, reduction=reduction, use_init_val=False, exact=True,
-        out=compact,
-    )  # fmt: skip
-    flat[hit] = compact
+        flat, targets, values, 0, reduction=reduction, use_init_val=False, exact=True, out=flat
+    )
