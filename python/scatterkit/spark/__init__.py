@@ -11,9 +11,9 @@ progress display. The modules, top-down:
 - driver side: `session` (classic or Connect), `spec` (the job's JSON), `plan` (a spec
   checked against the input's schema), `job` (`run_job`: engine choice, progress, summary),
   `engine_arrow` and `engine_spark` (the two ways to run a job), `storage` (paths, the
-  input's pieces, the commit), `cluster` (one-task jobs for the file work), `progress`,
-  `summary`, `functions` (column functions), `aggregate` (event tables to tensors:
-  `scatter_nd_agg`, `aggregate`);
+  input's pieces, the commit), `cluster` (the file work: one-task jobs, or the driver on a
+  local master), `progress`, `summary`, `functions` (column functions), `aggregate` (event
+  tables to tensors: `scatter_nd_agg`, `aggregate`);
 - executor side: `steps` (the one step runner: fail/keep, row naming, the error layout),
   `tensors` (Arrow columns <-> tensors), `piece_task` (the Arrow engine's task), `stats`
   (counts and failures sent back as data), `agg_tasks` (the aggregation's combiner and

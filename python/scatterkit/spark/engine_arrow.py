@@ -4,7 +4,8 @@ A job is three Spark jobs, all through the DataFrame API (so it runs on Spark Co
 list the input and split it into pieces (one task, `storage.plan_input`), run one task per
 piece (``mapInArrow`` over the piece numbers, `piece_task.run_pieces`), and commit the
 files of the successful attempts (one task, `storage.finish`). Counts and failures come
-back as the rows of the middle job.
+back as the rows of the middle job. On a local master the first and last run in the driver
+(`cluster.on_cluster`).
 """
 
 from __future__ import annotations

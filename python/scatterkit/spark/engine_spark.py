@@ -4,8 +4,9 @@ the steps in between.
 Spark's own ``overwrite`` deletes the old output before the job runs, so a failed job would
 lose it. Where pyarrow reaches the output (local, shared or object-store paths) the job
 writes a hidden sibling directory instead, and only a job that succeeded replaces the
-output with it, in a one-task job on the cluster. Elsewhere (``hdfs://``, say) Spark's
-writer writes the output itself, with Spark's own semantics for ``mode``.
+output with it, in a one-task job on the cluster (in the driver on a local master).
+Elsewhere (``hdfs://``, say) Spark's writer writes the output itself, with Spark's own
+semantics for ``mode``.
 
 The executors' counts and failures arrive as hidden columns, summed by an observation
 (`stats.observed_metrics`) and dropped before the writer.
