@@ -265,3 +265,12 @@ def test_relative_paths_are_the_clients_not_the_servers(tmp_path, monkeypatch):
     assert _from_here("in/part") == str(tmp_path / "in" / "part")
     for kept in ("/data/in", "file:/data/in", "s3://bucket/in", "hdfs:///in"):
         assert _from_here(kept) == kept
+
+
+def test_the_file_work_runs_on_the_servers_executors(remote, tmp_path):
+    # The client may not see the server's files: listing and committing run in a Spark task.
+    from scatterkit.spark.cluster import on_cluster
+
+    assert on_cluster(remote, os.getpid) != os.getpid()
+    with pytest.raises(FileNotFoundError):  # raised here with its type
+        on_cluster(remote, os.listdir, str(tmp_path / "missing"))

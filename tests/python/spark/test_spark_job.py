@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -578,3 +579,11 @@ def test_an_exact_step_gives_the_bits_of_the_exact_api_on_both_engines(
             exact=True,
         )
         assert np.array_equal(hist[r].view(np.uint32), want.view(np.uint32))
+
+
+def test_the_file_work_on_a_local_master_runs_in_the_driver(spark):  # noqa: F811
+    # Its executors share this machine's files: no one-task job per listing or commit.
+    from scatterkit.spark.cluster import on_cluster
+
+    assert spark.sparkContext.master.startswith("local")
+    assert on_cluster(spark, os.getpid) == os.getpid()
