@@ -32,6 +32,13 @@
 //                       threads splitting the ranges (sum or max).
 //                       H_partition + H_range_folds is the partitioned fold's cost, its
 //                       copy of the table included.
+//    H_stream_fold/<m>: for the tables the library folds by streaming its inputs (up to
+//                       8 MB, histogram.hpp), its loop without validation, 1 thread,
+//                       uniform int64 indices, each step's inputs fetched into L1 as the
+//                       library does: `plain` folds (sum); `prefetch_l1` also fetches each
+//                       target into L1 32 updates ahead (tried for tables past L1, not kept);
+//                       `gather` reads each target, never writes it: what reaching the
+//                       targets from where the table lives costs on top of the inputs.
 // And once: H_read_inputs_<index>, one pass over the indices and updates; `/ahead` fetches
 // them into L1 256 updates ahead, as the library's streaming fold does (histogram.hpp): the
 // floor of any fold that reads its inputs once.
@@ -386,6 +393,52 @@ void H_range_folds(benchmark::State& state, int64_t bins, Reduction r) {
   state.SetBytesProcessed(state.iterations() * 2 * t.bytes());
 }
 
+enum class StreamMode { kPlain, kPrefetchL1, kGather };
+
+const char* stream_mode_name(StreamMode m) {
+  return m == StreamMode::kPlain        ? "plain"
+         : m == StreamMode::kPrefetchL1 ? "prefetch_l1"
+                                        : "gather";
+}
+
+void H_stream_fold(benchmark::State& state, int64_t bins, StreamMode mode) {
+  Table& t = table(bins);
+  const std::vector<int64_t>& iv = indices(bins, Dist::kUniform).i64;
+  const std::vector<float>& uv = updates();
+  const int64_t n = int64_t(iv.size());
+  const int64_t* idx = iv.data();
+  const float* upd = uv.data();
+  float* out = t.out.data();
+  constexpr int64_t kStep = sk::detail::kStreamStep, kAheadBy = sk::detail::kStreamAheadUpdates;
+  for (auto _ : state) {
+    std::memcpy(out, t.data.data(), size_t(t.bytes()));
+    uint32_t seen = 0;  // kGather: the targets' bits, xor-ed
+    const uint32_t* bits = reinterpret_cast<const uint32_t*>(out);
+    int64_t j = 0;
+    for (; j + kStep <= n; j += kStep) {
+      if (j + kAheadBy + kStep <= n) {
+        sk::detail::prefetch_stream(idx + j + kAheadBy, kStep);
+        sk::detail::prefetch_stream(upd + j + kAheadBy, kStep);
+      }
+      if (mode == StreamMode::kGather) {
+        for (int64_t i = j; i < j + kStep; ++i) seen ^= bits[idx[i]];
+      } else if (mode == StreamMode::kPrefetchL1 && j + kAhead + kStep <= n) {
+        for (int64_t i = j; i < j + kStep; ++i) {
+          sk::detail::prefetch_l1(uintptr_t(out + idx[i + kAhead]));
+          out[idx[i]] += upd[i];
+        }
+      } else {
+        for (int64_t i = j; i < j + kStep; ++i) out[idx[i]] += upd[i];
+      }
+    }
+    for (; j < n; ++j) out[idx[j]] += upd[j];
+    benchmark::DoNotOptimize(seen);
+    benchmark::DoNotOptimize(out);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * n * int64_t(sizeof(int64_t) + sizeof(float)));
+}
+
 enum class Loop { kSum, kMax, kSumPrefetch };
 
 const char* loop_name(Loop l) {
@@ -509,6 +562,12 @@ bool register_all() {
     benchmark::RegisterBenchmark(("H_bare_loop/sum_prefetch/uniform" + b).c_str(), H_bare_loop,
                                  bins, Loop::kSumPrefetch, Dist::kUniform)
         ->Apply(one_thread);
+    if (bins * int64_t(sizeof(float)) <= sk::detail::kStreamingFoldMaxBytes)
+      for (StreamMode m : {StreamMode::kPlain, StreamMode::kPrefetchL1, StreamMode::kGather})
+        benchmark::RegisterBenchmark(
+            (std::string("H_stream_fold/") + stream_mode_name(m) + b).c_str(), H_stream_fold, bins,
+            m)
+            ->Apply(one_thread);
     for (auto [r, rname] : {std::pair{Reduction::kSum, "sum"}, std::pair{Reduction::kMax, "max"}}) {
       register_kernels<int64_t>(bins, r, rname);
       register_kernels<int32_t>(bins, r, rname);
