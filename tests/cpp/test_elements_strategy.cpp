@@ -102,7 +102,7 @@ const std::vector<Case>& cases() {
        false,
        true,
        2,
-       S::kExactSorted},
+       S::kExactCompact},
   };
   return all;
 }

@@ -362,7 +362,7 @@ TEST(ExactThreads, FewUpdatesIntoManyElementsEqualTheTargetedElementsAlone) {
   std::vector<float> upd(static_cast<size_t>(n));
   for (auto& u : upd) u = std::ldexp(val(gen), expo(gen));
   upd[7] = std::numeric_limits<float>::infinity();
-  for (int64_t size : {int64_t(150000), int64_t(1000000)}) {  // exact table, exact sorted
+  for (int64_t size : {int64_t(150000), int64_t(1000000)}) {  // both compact (past 3 per update)
     std::vector<float> data(static_cast<size_t>(size));
     for (auto& d : data) d = std::ldexp(val(gen), expo(gen));
     std::uniform_int_distribution<int64_t> pick(-size, size - 1);

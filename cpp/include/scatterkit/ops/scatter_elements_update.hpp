@@ -125,9 +125,9 @@ void scatter_elements_update_for_index(const TensorRef& data, const I* raw, cons
   const int64_t bytes = call.bytes();
   // The strategies that check each index as they fold leave out untouched on a bad one; the
   // others run after a validation pass, and from then on nothing throws but allocation.
-  const bool checks_as_it_folds = plan.strategy == S::kExactTable ||
-                                  plan.strategy == S::kFusedFold ||
-                                  plan.strategy == S::kFusedFoldInParts;
+  const bool checks_as_it_folds =
+      plan.strategy == S::kExactTable || plan.strategy == S::kExactCompact ||
+      plan.strategy == S::kFusedFold || plan.strategy == S::kFusedFoldInParts;
   const IndexRange valid{options.allow_negative_indices && std::is_signed_v<I> ? -size : 0, size};
   CopyFirst copy{static_cast<char*>(out), nullptr, data.itemsize};
   if (!checks_as_it_folds) {
@@ -155,14 +155,12 @@ void scatter_elements_update_for_index(const TensorRef& data, const I* raw, cons
     if (call.exact_sum) {
       if constexpr (is_float_v<T>) {
         const bool mean = reduction == Reduction::kMean;
-        if (plan.strategy == S::kExactTable) {
-          if (!exact_elements_dense(layout, idx, upd, in, dst, count, mean, use_init_val, valid,
-                                    bytes))
-            validate();  // throws, naming the first bad index
-        } else {
-          exact_elements_compact(layout, idx, upd, in, dst, count, mean, use_init_val, valid, bytes,
-                                 true);  // indices checked, out holds data
-        }
+        const bool done = plan.strategy == S::kExactTable
+                              ? exact_elements_dense(layout, idx, upd, in, dst, count, mean,
+                                                     use_init_val, valid, bytes)
+                              : exact_elements_compact(layout, idx, upd, in, dst, count, mean,
+                                                       use_init_val, valid, bytes, dst == in);
+        if (!done) validate();  // throws, naming the first bad index
       }
       return;
     }

@@ -58,15 +58,6 @@ constexpr int64_t kUncheckedScanMax = int64_t(1) << 16;
 // Slots up to which the tables live on the stack (a batch row's).
 constexpr int64_t kExactStackSlots = 512;
 
-// Elements per update above which exact_elements_dense leaves the table over
-// every element for one over the targeted elements (exact_elements_compact).
-constexpr int64_t kExactCompactRatio = 3;
-
-template <class T, class KI>
-bool exact_elements_compact(const ElementsLayout& l, const KI* idx, const T* upd, const T* data,
-                            T* out, int64_t count, bool mean, bool use_init_val, IndexRange valid,
-                            int64_t bytes, bool out_holds_data);
-
 // Exact sum or mean along the lines of ScatterElementsUpdate, with a table
 // of `count` slots (data's elements) per part. Each index is checked as it is
 // read (valid); returns false, with out untouched, if one is bad.
@@ -75,9 +66,6 @@ bool exact_elements_dense(const ElementsLayout& l, const KI* idx, const T* upd, 
                           T* out, int64_t count, bool mean, bool use_init_val, IndexRange valid,
                           int64_t bytes) {
   const int64_t updates = l.outer * l.along * l.inner;
-  if (count > kExactCompactRatio * updates)
-    return exact_elements_compact(l, idx, upd, data, out, count, mean, use_init_val, valid, bytes,
-                                  out == data);
   const int64_t parts =
       std::max<int64_t>(1, std::min<int64_t>(threads_for(l.along, bytes), 1 + 2 * updates / count));
   // Targets are told apart from untargeted elements (which keep data) by
@@ -169,6 +157,7 @@ bool exact_elements_compact(const ElementsLayout& l, const KI* idx, const T* upd
                             int64_t bytes, bool out_holds_data) {
   const int64_t updates = l.outer * l.along * l.inner;
   if (updates == 0 || count == 0) {
+    if (updates > 0) return false;  // no elements: every index is out of range
     if (!out_holds_data) parallel_copy(out, data, count * int64_t(sizeof(T)));
     return true;
   }

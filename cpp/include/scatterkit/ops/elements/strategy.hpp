@@ -29,7 +29,7 @@ enum class ElementsStrategy {
   kFusedFold,         // validation fused into a fold on a scratch copy (fused.hpp)
   kFusedFoldInParts,  // the same, each line split between threads (fused.hpp)
   kExactTable,        // exact sum or mean in tables of double slots (exact.hpp)
-  kExactSorted,       // exact sum or mean over the updates sorted by target (exact.hpp)
+  kExactCompact,      // exact sum or mean in tables over the targeted elements (exact.hpp)
 };
 
 inline const char* strategy_name(ElementsStrategy s) {
@@ -42,7 +42,7 @@ inline const char* strategy_name(ElementsStrategy s) {
     case ElementsStrategy::kFusedFold: return "fused fold";
     case ElementsStrategy::kFusedFoldInParts: return "fused fold in parts";
     case ElementsStrategy::kExactTable: return "exact table";
-    case ElementsStrategy::kExactSorted: return "exact sorted";
+    case ElementsStrategy::kExactCompact: return "exact compact";
   }
   return "?";
 }
@@ -167,10 +167,12 @@ inline int64_t line_parts(const ElementsLayout& l, int64_t table_bytes, int64_t 
   return std::clamp<int64_t>(1 + index_bytes / (2 * std::max<int64_t>(1, table_bytes)), 1, threads);
 }
 
-// An exact table per part pays while it stays small next to the updates; else the updates
-// are sorted by target.
+// Elements per update up to which a table over every element pays; past it, the tables cover
+// the targeted elements only (bench/README.md, Exact sums).
+constexpr int64_t kExactDenseRatio = 3;
+
 inline bool exact_table_fits(int64_t elements, int64_t updates) {
-  return elements <= 4 * updates + (int64_t(1) << 16);
+  return elements <= kExactDenseRatio * updates;
 }
 
 // The one decision: which strategy runs a call.
@@ -180,7 +182,7 @@ inline ElementsPlan choose_elements_strategy(const ElementsLayout& l, const Elem
   if (c.exact_sum) {
     const bool table =
         c.updates > 0 && c.data_count > 0 && exact_table_fits(c.data_count, c.updates);
-    plan.strategy = table ? S::kExactTable : S::kExactSorted;
+    plan.strategy = table ? S::kExactTable : S::kExactCompact;
     return plan;
   }
   const int64_t data_bytes = c.data_count * c.itemsize, index_bytes = c.updates * c.index_size;
