@@ -231,6 +231,15 @@ def test_event_aggregation_runs_through_the_server(remote, events, tmp_path):
         assert np.array(written["s"][user7]["values"]).tobytes() == _sums(table, 7).tobytes()
 
 
+def test_the_file_work_runs_on_the_servers_executors(remote, tmp_path):
+    # The client may not see the server's files: listing and committing run in a Spark task.
+    from scatterkit.spark.cluster import on_cluster
+
+    assert on_cluster(remote, os.getpid) != os.getpid()
+    with pytest.raises(FileNotFoundError):  # raised here with its type
+        on_cluster(remote, os.listdir, str(tmp_path / "missing"))
+
+
 def test_the_demo_runs_through_the_server(connect_server, tmp_path, capsys):  # noqa: F811
     code = main(
         ["demo", "--remote", connect_server.url, "--rows", "300", "--sample", "40",
@@ -265,12 +274,3 @@ def test_relative_paths_are_the_clients_not_the_servers(tmp_path, monkeypatch):
     assert _from_here("in/part") == str(tmp_path / "in" / "part")
     for kept in ("/data/in", "file:/data/in", "s3://bucket/in", "hdfs:///in"):
         assert _from_here(kept) == kept
-
-
-def test_the_file_work_runs_on_the_servers_executors(remote, tmp_path):
-    # The client may not see the server's files: listing and committing run in a Spark task.
-    from scatterkit.spark.cluster import on_cluster
-
-    assert on_cluster(remote, os.getpid) != os.getpid()
-    with pytest.raises(FileNotFoundError):  # raised here with its type
-        on_cluster(remote, os.listdir, str(tmp_path / "missing"))
