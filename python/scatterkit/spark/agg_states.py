@@ -357,7 +357,11 @@ class AggState:
             if self.terms:
                 targets = np.concatenate([t for t, _ in self.terms])
                 values = np.concatenate([v for _, v in self.terms])
-                _exact_into(flat, targets, values, spec.reduction)
+                # each targeted element's exact sum (or mean), rounded once; the rest keep fill
+                sk.scatter_elements_update(
+                    flat, targets, values, 0, reduction=spec.reduction, use_init_val=False,
+                    exact=True, out=flat,
+                )  # fmt: skip
             for slot in self.merged:
                 fill[slot] = sk.exact_finish(
                     self._slot_state(slot), dtype=dtype, reduction=spec.reduction,
@@ -381,11 +385,3 @@ class AggState:
         for i, j in zip(*np.nonzero(hit & ~small)):  # rare: Python's integers are exact
             out[i, j] = ((int(hi[i, j]) << 32) + int(lo[i, j])) // int(count[i, j])
         return out
-
-
-def _exact_into(flat: np.ndarray, targets: np.ndarray, values: np.ndarray, reduction: str) -> None:
-    """`flat[t]` = the exact sum (or mean) of the values aimed at t, rounded once, for every
-    target t; untargeted elements keep their values."""
-    sk.scatter_elements_update(
-        flat, targets, values, 0, reduction=reduction, use_init_val=False, exact=True, out=flat
-    )
