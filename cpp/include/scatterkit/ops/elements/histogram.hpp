@@ -86,7 +86,9 @@ SCATTERKIT_ALWAYS_INLINE bool fold_stream_run(const KI* idx, const T* upd, T* ta
     if constexpr (Wrap) {
       if (!valid(v)) return false;
       a = wrap_index(v, size);
-    } else if (uint64_t(a) >= uint64_t(size)) {  // negative or bad: rare
+    } else if (__builtin_expect(uint64_t(a) >= uint64_t(size), 0)) {
+      // Negative or bad: rare, and laid out of the loop, so that the fast path takes one
+      // branch per update, not two (a loop this short is bound by its front end).
       if (!valid(v)) return false;
       a = wrap_index(v, size);
       ++negatives;
