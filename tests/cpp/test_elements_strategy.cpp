@@ -191,6 +191,27 @@ TEST(ElementsStrategy, HalfSumsInATableHalfMaxInPlace) {
             S::kFoldInPlace);
 }
 
+// Histograms fuse validation into the fold for 32- and 64-bit numbers only (the types the
+// fused folds are compiled for); narrow types validate first and fold in place.
+TEST(ElementsStrategy, FusesHistogramsOfWideNumbersOnly) {
+  using scatterkit::detail::elements_strategy;
+  const Threads threads(1);  // two would split each line between them
+  const Shape data = {1000}, indices = {100000};
+  for (DType wide : {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kUInt64})
+    EXPECT_EQ(
+        elements_strategy(data, indices, 0, wide, IndexType::kInt32, Reduction::kMin, true, false)
+            .strategy,
+        S::kFusedFold)
+        << scatterkit::dtype_name(wide);
+  for (DType narrow :
+       {DType::kFloat16, DType::kBFloat16, DType::kInt8, DType::kUInt16, DType::kBool})
+    EXPECT_EQ(
+        elements_strategy(data, indices, 0, narrow, IndexType::kInt32, Reduction::kMin, true, false)
+            .strategy,
+        S::kFoldInPlace)
+        << scatterkit::dtype_name(narrow);
+}
+
 TEST(ElementsStrategy, ChecksTheCallLikeTheOp) {
   using scatterkit::detail::elements_strategy;
   EXPECT_TRUE(sktest::throws_with<scatterkit::ValueError>(

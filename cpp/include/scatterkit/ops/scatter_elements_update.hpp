@@ -13,6 +13,7 @@
 
 #include "scatterkit/config.hpp"
 #include "scatterkit/copy.hpp"
+#include "scatterkit/function_ref.hpp"
 #include "scatterkit/index.hpp"
 #include "scatterkit/ops/elements/exact.hpp"
 #include "scatterkit/ops/elements/fold.hpp"
@@ -99,6 +100,88 @@ inline ElementsPlan elements_strategy(const Shape& data, const Shape& indices, i
       .plan;
 }
 
+// A planned, validated (or self-checking) reduction, handed to the kernels of its element type.
+template <class KI>
+struct ElementsFold {
+  const char* op;
+  const ElementsRun& run;
+  const KI* idx;
+  const TensorRef& data;
+  const TensorRef& updates;
+  void* out;
+  Reduction reduction;
+  bool use_init_val;
+  bool checks_as_it_folds;  // the strategy checks each index as it reads it
+  bool discard_out_on_error;
+  IndexRange valid;
+  CopyFirst copy;
+  FunctionRef<void()> validate;  // throws, naming the first bad index
+};
+
+// The reduction of fold f on elements of type T.
+template <class KI, class T>
+void fold_elements_of(const ElementsFold<KI>& f) {
+  using S = ElementsStrategy;
+  const ElementsLayout& layout = f.run.layout;
+  const ElementsCall& call = f.run.call;
+  const ElementsPlan& plan = f.run.plan;
+  const int64_t bytes = call.bytes();
+  const T* upd = static_cast<const T*>(f.updates.data);
+  const T* in = static_cast<const T*>(f.data.data);
+  T* dst = static_cast<T*>(f.out);
+  const int64_t count = numel(f.data.shape);
+  if (call.exact_sum) {
+    if constexpr (is_float_v<T>) {
+      const bool mean = f.reduction == Reduction::kMean;
+      const bool done = plan.strategy == S::kExactTable
+                            ? exact_elements_dense(layout, f.idx, upd, in, dst, count, mean,
+                                                   f.use_init_val, f.valid, bytes)
+                            : exact_elements_compact(layout, f.idx, upd, in, dst, count, mean,
+                                                     f.use_init_val, f.valid, bytes, dst == in);
+      if (!done) f.validate();
+    }
+    return;
+  }
+  visit_reduction<T, KernelReductions<T>>(
+      f.op, call.kernel_reduction,
+      [&](auto red) {
+        using Op = typename decltype(red)::type;
+        if constexpr (has_histogram_kernels_v<Op, T>) {
+          bool ok = true;
+          if (plan.strategy == S::kFusedFold)
+            ok = reduce_via_scratch<Op>(layout, f.idx, upd, in, dst, count, f.use_init_val, f.valid,
+                                        bytes, f.discard_out_on_error);
+          if constexpr (merges_exactly_v<Op, T>)
+            if (plan.strategy == S::kFusedFoldInParts)
+              ok = reduce_in_parts<Op>(layout, f.idx, upd, in, dst, count, plan.parts, f.valid,
+                                       bytes, f.discard_out_on_error);
+          if (!ok) f.validate();
+          if (f.checks_as_it_folds) return;
+        }
+        scatter_elements_reduce<Op>(plan.strategy, layout, f.idx, upd, dst, f.use_init_val, bytes,
+                                    f.copy);
+      },
+      call.exact);
+}
+
+// Reductions on floats compile with the index type's kernels; those on integers and bools
+// in translation units of their own, which a build may optimize less (CMakeLists.txt).
+template <class KI>
+void fold_elements_float(const ElementsFold<KI>& f) {
+  visit_arithmetic(f.op, f.run.call.kernel_dtype, [&](auto type) {
+    using T = typename decltype(type)::type;
+    if constexpr (is_float_v<T>) fold_elements_of<KI, T>(f);
+  });
+}
+
+template <class KI>
+void fold_elements_integer(const ElementsFold<KI>& f) {
+  visit_arithmetic(f.op, f.run.call.kernel_dtype, [&](auto type) {
+    using T = typename decltype(type)::type;
+    if constexpr (!is_float_v<T>) fold_elements_of<KI, T>(f);
+  });
+}
+
 // scatter_elements_update for one index type, on inputs the public entry has checked
 // (buffers, element types, check_elements_call, which normalized axis) and set apart from out
 // (data may be out). A template of its own, not inline, so that a build may compile it once
@@ -118,11 +201,8 @@ void scatter_elements_update_for_index(const TensorRef& data, const I* raw, cons
   };
   const ElementsRun run = plan_elements(op, data, ishape, int64_t(sizeof(I)), axis, reduction,
                                         use_init_val, options, out == data.data);
-  const ElementsLayout& layout = run.layout;
-  const ElementsCall& call = run.call;
   const ElementsPlan& plan = run.plan;
   const KI* idx = reinterpret_cast<const KI*>(raw);
-  const int64_t bytes = call.bytes();
   // The strategies that check each index as they fold leave out untouched on a bad one; the
   // others run after a validation pass, and from then on nothing throws but allocation.
   const bool checks_as_it_folds =
@@ -141,50 +221,28 @@ void scatter_elements_update_for_index(const TensorRef& data, const I* raw, cons
   if (plan.strategy == S::kMove) {
     visit_width(data.itemsize, [&](auto width) {
       scatter_elements_move<typename decltype(width)::type>(
-          layout, idx, static_cast<const char*>(updates.data), static_cast<char*>(out),
-          data.itemsize, bytes, copy);
+          run.layout, idx, static_cast<const char*>(updates.data), static_cast<char*>(out),
+          data.itemsize, run.call.bytes(), copy);
     });
     return;
   }
-  visit_arithmetic(op, call.kernel_dtype, [&](auto type) {
-    using T = typename decltype(type)::type;
-    const T* upd = static_cast<const T*>(updates.data);
-    const T* in = static_cast<const T*>(data.data);
-    T* dst = static_cast<T*>(out);
-    const int64_t count = numel(data.shape);
-    if (call.exact_sum) {
-      if constexpr (is_float_v<T>) {
-        const bool mean = reduction == Reduction::kMean;
-        const bool done = plan.strategy == S::kExactTable
-                              ? exact_elements_dense(layout, idx, upd, in, dst, count, mean,
-                                                     use_init_val, valid, bytes)
-                              : exact_elements_compact(layout, idx, upd, in, dst, count, mean,
-                                                       use_init_val, valid, bytes, dst == in);
-        if (!done) validate();  // throws, naming the first bad index
-      }
-      return;
-    }
-    visit_reduction<T, KernelReductions<T>>(
-        op, call.kernel_reduction,
-        [&](auto red) {
-          using Op = typename decltype(red)::type;
-          if constexpr (folds_through_storage_v<Op, T>) {
-            bool ok = true;
-            if (plan.strategy == S::kFusedFold)
-              ok = reduce_via_scratch<Op>(layout, idx, upd, in, dst, count, use_init_val, valid,
-                                          bytes, options.discard_out_on_error);
-            if constexpr (merges_exactly_v<Op, T>)
-              if (plan.strategy == S::kFusedFoldInParts)
-                ok = reduce_in_parts<Op>(layout, idx, upd, in, dst, count, plan.parts, valid, bytes,
-                                         options.discard_out_on_error);
-            if (!ok) validate();  // throws, naming the first bad index
-            if (checks_as_it_folds) return;
-          }
-          scatter_elements_reduce<Op>(plan.strategy, layout, idx, upd, dst, use_init_val, bytes,
-                                      copy);
-        },
-        call.exact);
-  });
+  const ElementsFold<KI> fold{op,
+                              run,
+                              idx,
+                              data,
+                              updates,
+                              out,
+                              reduction,
+                              use_init_val,
+                              checks_as_it_folds,
+                              options.discard_out_on_error,
+                              valid,
+                              copy,
+                              validate};
+  if (is_float_dtype(run.call.kernel_dtype))
+    fold_elements_float(fold);
+  else
+    fold_elements_integer(fold);
 }
 
 // scatter_elements_update on inputs the public entry has checked and set apart from out.
@@ -240,5 +298,7 @@ extern template void scatter_elements_update_for_index<uint64_t>(const TensorRef
                                                                  const Shape&, const TensorRef&,
                                                                  int64_t, void*, Reduction, bool,
                                                                  const OpOptions&);
+extern template void fold_elements_integer<int32_t>(const ElementsFold<int32_t>&);
+extern template void fold_elements_integer<int64_t>(const ElementsFold<int64_t>&);
 }  // namespace scatterkit::detail
 #endif

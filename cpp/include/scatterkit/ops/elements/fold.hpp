@@ -147,7 +147,6 @@ void fold_block_in_table(const ElementsLayout& l, const LineBlock& blk, const I*
     // the slot of an update to target a from line i
     Slot* const first = slots - w0;
     auto slot_of = [first, width](int64_t a, int64_t i) -> Slot& { return first[a * width + i]; };
-    const PrefetchAlongAxis<Slot> prefetch{slots, width};
     if (dense) {
       for (int64_t i = part.i0; i < part.i1; ++i) {
         const T* line = base + l.inner_at(i);
@@ -163,10 +162,9 @@ void fold_block_in_table(const ElementsLayout& l, const LineBlock& blk, const I*
         slot.acc = Op::combine(slot.acc, upd[p]);
       };
       // a table in L2 is not worth fetching ahead
-      if (entries * int64_t(sizeof(Slot)) > kTableInCacheBytes)
-        visit_block(l, part, idx, fold, Prevalidated{}, prefetch);
-      else
-        visit_block(l, part, idx, fold);
+      const bool fetch = entries * int64_t(sizeof(Slot)) > kTableInCacheBytes;
+      visit_block(l, part, idx, fold, Prevalidated{},
+                  PrefetchAlongAxis<Slot>{fetch ? slots : nullptr, width});
       for (int64_t i = part.i0; i < part.i1; ++i) {
         T* line = base + l.inner_at(i);
         for (int64_t a = 0; a < targets; ++a) {
@@ -191,11 +189,8 @@ void fold_block_in_table(const ElementsLayout& l, const LineBlock& blk, const I*
       // Each target's first update reads it from out, a miss to memory when
       // the copy before went past the caches: across many lines, fetch the
       // next row's targets; along one, the slots.
-      if (part.i1 - part.i0 == 1)
-        visit_block(l, part, idx, start_or_fold, Prevalidated{}, prefetch);
-      else
-        visit_block(l, part, idx, start_or_fold, Prevalidated{},
-                    PrefetchTargetAcrossRows{{base, sizeof(T)}});
+      visit_block(l, part, idx, start_or_fold, Prevalidated{},
+                  PrefetchSlotsOrNextRow<Slot>{{slots, width}, {base, sizeof(T)}});
       visit_block(l, part, idx,
                   [slot_of, base, count_init](int64_t a, int64_t t, int64_t, int64_t i) {
                     Slot& slot = slot_of(a, i);

@@ -89,6 +89,15 @@ constexpr bool merges_exactly_v =
                                 (!std::is_floating_point_v<T> &&
                                  (std::is_same_v<Op, SumOp<T>> || std::is_same_v<Op, ProdOp<T>>)));
 
+// Whether the histogram strategies (the fused folds: fused.hpp, histogram.hpp) are compiled
+// for reduction Op over T: for the folds in place on 32- and 64-bit numbers, the types
+// histograms use. Narrow types take the general folds after a validation pass, with the same
+// bits, and leave the fused folds' compile time out of the build (bench/README.md, Build and
+// CI times).
+template <class Op, class T>
+constexpr bool has_histogram_kernels_v =
+    folds_in_place_v<Op, T> && sizeof(T) >= 4 && std::is_arithmetic_v<T>;
+
 // A table fold's slot: an accumulator and its count side by side, one cache line per update.
 template <class Acc>
 struct TableSlot {
@@ -105,12 +114,13 @@ struct ElementsCall {
   bool exact = false;      // exact=True, where it applies (float data)
   bool exact_sum = false;  // ... with sum or mean
   bool use_init_val = true;
-  bool in_place = false;         // out is data
-  bool folds_in_place = false;   // folds_through_storage_v: the fold may run on out
-  bool merges_exactly = false;   // merges_exactly_v: parts of a line may fold apart
-  bool sums_in_storage = false;  // a table fold whose accumulator is the element type
-  int64_t slot_bytes = 0;        // sizeof(TableSlot<Acc>)
-  int64_t data_count = 0;        // data's elements
+  bool in_place = false;           // out is data
+  bool folds_in_place = false;     // folds_through_storage_v: the fold may run on out
+  bool histogram_kernels = false;  // has_histogram_kernels_v: the fused folds are compiled
+  bool merges_exactly = false;     // merges_exactly_v: parts of a line may fold apart
+  bool sums_in_storage = false;    // a table fold whose accumulator is the element type
+  int64_t slot_bytes = 0;          // sizeof(TableSlot<Acc>)
+  int64_t data_count = 0;          // data's elements
   int64_t itemsize = 0;
   int64_t updates = 0;
   int64_t index_size = 0;  // bytes per index
@@ -188,7 +198,7 @@ inline ElementsPlan choose_elements_strategy(const ElementsLayout& l, const Elem
   const int64_t data_bytes = c.data_count * c.itemsize, index_bytes = c.updates * c.index_size;
   const bool fuse = c.reduction != Reduction::kNone && c.updates > 0 &&
                     fused_validation_pays(data_bytes, index_bytes);
-  if (fuse && c.folds_in_place) {
+  if (fuse && c.histogram_kernels) {
     // Without use_init_val each target starts at the identity, which a part cannot tell from
     // a target that only other parts hit: whole lines.
     if (c.merges_exactly && c.use_init_val)
@@ -215,6 +225,7 @@ template <class Op, class T>
 void note_reduction_traits(ElementsCall& c) {
   using Acc = typename Op::Acc;
   c.folds_in_place = folds_through_storage_v<Op, T>;
+  c.histogram_kernels = has_histogram_kernels_v<Op, T>;
   c.merges_exactly = merges_exactly_v<Op, T>;
   c.sums_in_storage = std::is_same_v<Acc, T>;
   c.slot_bytes = int64_t(sizeof(TableSlot<Acc>));

@@ -167,7 +167,10 @@ struct Prevalidated {
 };
 
 // No prefetching: for walks whose targets are not worth fetching ahead.
+// Every policy says whether it fetches at all (a walk then skips even the index loads). Each
+// stays two words: a larger one, passed through memory, was reloaded after every update.
 struct NoPrefetch {
+  bool enabled() const { return false; }
   void operator()(int64_t, int64_t) const {}
 };
 
@@ -179,7 +182,8 @@ struct NoPrefetch {
 // Called with the target's coordinate along the axis (a) and its data offset (t).
 struct PrefetchTarget {
   const void* base;
-  size_t width;  // bytes per element
+  size_t width;                                     // bytes per element
+  bool enabled() const { return base != nullptr; }  // null: off for this walk
   void operator()(int64_t, int64_t t) const { prefetch_l2(uintptr_t(base) + uint64_t(t) * width); }
 };
 
@@ -189,10 +193,15 @@ struct PrefetchTarget {
 // to memory): for moves, and for table folds, which read each target once, on
 // its first update; a miss saved is worth far more than a prefetch wasted. Not
 // for folds in place, whose narrow blocks keep their targets in cache.
-struct PrefetchTargetAcrossRows : PrefetchTarget {};
+// next_row(t) is that fetch, of target offset t.
+struct PrefetchTargetAcrossRows : PrefetchTarget {
+  void next_row(int64_t t) const { (*this)(0, t); }
+};
 
+template <class Prefetch, class = void>
+constexpr bool fetches_across_rows_v = false;
 template <class Prefetch>
-constexpr bool fetches_across_rows_v = std::is_same_v<Prefetch, PrefetchTargetAcrossRows>;
+constexpr bool fetches_across_rows_v<Prefetch, std::void_t<decltype(&Prefetch::next_row)>> = true;
 
 // Updates between an index being prefetched and being applied: far enough
 // ahead to hide a miss to memory, near enough to stay in L2.
@@ -231,7 +240,7 @@ inline bool visit_line(const ElementsLayout& l, const LineBlock& blk, const I* i
   const int64_t offset = l.inner_at(i0);
   const int64_t first = o0 * l.along * inner + i0;  // the line's first update
   const I* column = idx + first;
-  const int64_t ahead = j1 - kPrefetchDistance;
+  const int64_t ahead = prefetch.enabled() ? j1 - kPrefetchDistance : j0;
   // unsigned: the index may be invalid, its offset must not overflow
   auto fetch = [&](int64_t a) {
     prefetch(a, int64_t(uint64_t(a) * uint64_t(stride) + uint64_t(offset)));
@@ -298,18 +307,20 @@ SCATTERKIT_ALWAYS_INLINE bool visit_block(const ElementsLayout& l, const LineBlo
       const I* line = idx + row;
       // the raw index: a negative one fetches a useless line, never faults
       const bool fetch = fetches_across_rows_v<Prefetch> && j + 1 < j1;
+      auto fetch_next_row = [&](int64_t i, int64_t offset) {
+        if constexpr (fetches_across_rows_v<Prefetch>)
+          prefetch.next_row(shift + int64_t(uint64_t(line[i + inner]) * uint64_t(stride)) + offset);
+      };
       if (inner_offset == nullptr) {
         for (int64_t i = i0; i < i1; ++i) {
-          if (fetch) prefetch(0, shift + int64_t(uint64_t(line[i + inner]) * uint64_t(stride)) + i);
+          if (fetch) fetch_next_row(i, i);
           if (!valid(line[i])) return false;
           const int64_t a = wrap_index(line[i], size);
           visit_update(f, a, shift + a * stride + i, row + i, i);
         }
       } else {
         for (int64_t i = i0; i < i1; ++i) {
-          if (fetch)
-            prefetch(
-                0, shift + int64_t(uint64_t(line[i + inner]) * uint64_t(stride)) + inner_offset[i]);
+          if (fetch) fetch_next_row(i, inner_offset[i]);
           if (!valid(line[i])) return false;
           const int64_t a = wrap_index(line[i], size);
           visit_update(f, a, shift + a * stride + inner_offset[i], row + i, i);
@@ -336,10 +347,19 @@ struct IndexRange {
 template <class E>
 struct PrefetchAlongAxis {
   const E* base;
-  int64_t stride;  // elements between neighbouring targets
+  int64_t stride;                                   // elements between neighbouring targets
+  bool enabled() const { return base != nullptr; }  // null: off for this walk
   void operator()(int64_t a, int64_t) const {
     prefetch_l2(uintptr_t(base) + uint64_t(a) * uint64_t(stride) * sizeof(E));
   }
+};
+
+// A table fold's: along one line the slots (PrefetchAlongAxis), across many lines the next
+// row's targets (PrefetchTargetAcrossRows), for one walk that serves both.
+template <class E>
+struct PrefetchSlotsOrNextRow : PrefetchAlongAxis<E> {
+  PrefetchTarget target;
+  void next_row(int64_t t) const { target(0, t); }
 };
 
 }  // namespace SCATTERKIT_KERNELS
