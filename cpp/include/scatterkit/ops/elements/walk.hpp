@@ -166,9 +166,10 @@ struct Prevalidated {
   }
 };
 
+// Every prefetch policy says whether it fetches at all (enabled(); a walk then skips even the
+// index loads): a null base turns one off for a walk, so that one walk serves both cases.
+
 // No prefetching: for walks whose targets are not worth fetching ahead.
-// Every policy says whether it fetches at all (a walk then skips even the index loads). Each
-// stays two words: a larger one, passed through memory, was reloaded after every update.
 struct NoPrefetch {
   bool enabled() const { return false; }
   void operator()(int64_t, int64_t) const {}
