@@ -164,21 +164,31 @@ void fold_elements_of(const ElementsFold<KI>& f) {
       call.exact);
 }
 
-// Reductions on floats compile with the index type's kernels; those on integers and bools
-// in translation units of their own, which a build may optimize less (CMakeLists.txt).
+// The element types whose reductions compile with the index type's kernels, at the build's
+// full optimization: float16, float32 and float64, the types the benchmarks measure. The
+// others (integers, bool, bfloat16) compile in translation units of their own, which a build
+// may optimize less (CMakeLists.txt).
+template <class T>
+constexpr bool is_measured_type_v =
+    std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, float16>;
+
+inline bool is_measured_type(DType t) {
+  return t == DType::kFloat32 || t == DType::kFloat64 || t == DType::kFloat16;
+}
+
 template <class KI>
-void fold_elements_float(const ElementsFold<KI>& f) {
+void fold_elements_measured(const ElementsFold<KI>& f) {
   visit_arithmetic(f.op, f.run.call.kernel_dtype, [&](auto type) {
     using T = typename decltype(type)::type;
-    if constexpr (is_float_v<T>) fold_elements_of<KI, T>(f);
+    if constexpr (is_measured_type_v<T>) fold_elements_of<KI, T>(f);
   });
 }
 
 template <class KI>
-void fold_elements_integer(const ElementsFold<KI>& f) {
+void fold_elements_other(const ElementsFold<KI>& f) {
   visit_arithmetic(f.op, f.run.call.kernel_dtype, [&](auto type) {
     using T = typename decltype(type)::type;
-    if constexpr (!is_float_v<T>) fold_elements_of<KI, T>(f);
+    if constexpr (!is_measured_type_v<T>) fold_elements_of<KI, T>(f);
   });
 }
 
@@ -239,10 +249,10 @@ void scatter_elements_update_for_index(const TensorRef& data, const I* raw, cons
                               valid,
                               copy,
                               validate};
-  if (is_float_dtype(run.call.kernel_dtype))
-    fold_elements_float(fold);
+  if (is_measured_type(run.call.kernel_dtype))
+    fold_elements_measured(fold);
   else
-    fold_elements_integer(fold);
+    fold_elements_other(fold);
 }
 
 // scatter_elements_update on inputs the public entry has checked and set apart from out.
@@ -298,7 +308,7 @@ extern template void scatter_elements_update_for_index<uint64_t>(const TensorRef
                                                                  const Shape&, const TensorRef&,
                                                                  int64_t, void*, Reduction, bool,
                                                                  const OpOptions&);
-extern template void fold_elements_integer<int32_t>(const ElementsFold<int32_t>&);
-extern template void fold_elements_integer<int64_t>(const ElementsFold<int64_t>&);
+extern template void fold_elements_other<int32_t>(const ElementsFold<int32_t>&);
+extern template void fold_elements_other<int64_t>(const ElementsFold<int64_t>&);
 }  // namespace scatterkit::detail
 #endif
