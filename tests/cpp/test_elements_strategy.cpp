@@ -212,6 +212,20 @@ TEST(ElementsStrategy, FusesHistogramsOfWideNumbersOnly) {
         << scatterkit::dtype_name(narrow);
 }
 
+// The run-time test that picks the kernel units (is_measured_type) and the compile-time one
+// that fills them (is_measured_type_v) name the same element types.
+TEST(ElementsStrategy, MeasuredTypesMatchTheirKernelUnits) {
+  using scatterkit::detail::is_measured_type;
+  for (DType t : {DType::kBool, DType::kInt8, DType::kInt16, DType::kInt32, DType::kInt64,
+                  DType::kUInt8, DType::kUInt16, DType::kUInt32, DType::kUInt64, DType::kFloat16,
+                  DType::kBFloat16, DType::kFloat32, DType::kFloat64}) {
+    const bool compiled_as_measured = scatterkit::detail::visit_arithmetic("test", t, [](auto tag) {
+      return scatterkit::detail::is_measured_type_v<typename decltype(tag)::type>;
+    });
+    EXPECT_EQ(is_measured_type(t), compiled_as_measured) << scatterkit::dtype_name(t);
+  }
+}
+
 TEST(ElementsStrategy, ChecksTheCallLikeTheOp) {
   using scatterkit::detail::elements_strategy;
   EXPECT_TRUE(sktest::throws_with<scatterkit::ValueError>(
