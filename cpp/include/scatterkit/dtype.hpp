@@ -40,11 +40,6 @@ enum class IndexType { kInt32, kInt64, kUInt64 };
 // Bytes per index of the type.
 inline int64_t index_size(IndexType t) { return t == IndexType::kInt32 ? 4 : 8; }
 
-inline bool is_float_dtype(DType t) {
-  return t == DType::kFloat16 || t == DType::kBFloat16 || t == DType::kFloat32 ||
-         t == DType::kFloat64;
-}
-
 inline const char* dtype_name(DType t) {
   switch (t) {
     case DType::kBool: return "bool";

@@ -172,8 +172,9 @@ template <class T>
 constexpr bool is_measured_type_v =
     std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, float16>;
 
-inline bool is_measured_type(DType t) {
-  return t == DType::kFloat32 || t == DType::kFloat64 || t == DType::kFloat16;
+inline bool is_measured_type(const char* op, DType t) {
+  return visit_arithmetic(
+      op, t, [](auto tag) { return is_measured_type_v<typename decltype(tag)::type>; });
 }
 
 template <class KI>
@@ -249,7 +250,7 @@ void scatter_elements_update_for_index(const TensorRef& data, const I* raw, cons
                               valid,
                               copy,
                               validate};
-  if (is_measured_type(run.call.kernel_dtype))
+  if (is_measured_type(op, run.call.kernel_dtype))
     fold_elements_measured(fold);
   else
     fold_elements_other(fold);
