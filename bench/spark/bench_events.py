@@ -15,9 +15,11 @@ and writes one row per entity as Parquet (snappy):
 - (c) ``groupBy(user_id).applyInPandas`` with ``np.add.at`` / ``np.maximum.at``;
 - (d) ``skf.aggregate`` with three ``skf.scatter_nd_agg`` (scatterkit's event aggregation:
   map-side combining, then one task per partition of entities);
-- (e) the same ``skf.scatter_nd_agg`` aggregates through Spark's own ``groupBy().agg``.
+- (e) the same ``skf.scatter_nd_agg`` aggregates through Spark's own ``groupBy().agg``;
+- (f) scatterkit's job (``run_job``) with the same aggregates as its aggregation step, on
+  the Arrow engine: the tasks read the events and write the tensors with pyarrow.
 
-(d) and (e) run when the installed scatterkit has ``scatterkit.spark.functions.aggregate``.
+(d), (e) and (f) run when the installed scatterkit has ``scatterkit.spark.functions.aggregate``.
 Contenders run interleaved (one round over all of them per repeat, after a warm-up round);
 the median of ``--repeat`` runs counts. Each run's shuffle bytes come from Spark's monitoring
 REST API (the stages of the run's job group). Then each contender runs again on the events
@@ -57,7 +59,9 @@ from pyspark.sql import functions as F
 
 import scatterkit as sk
 from scatterkit.spark import functions as skf
+from scatterkit.spark.job import run_job
 from scatterkit.spark.session import DEFAULT_CONF, build_session
+from scatterkit.spark.spec import JobSpec
 
 HERE = Path(__file__).resolve().parent
 HOURS, CATEGORIES = 24, 16
@@ -109,11 +113,13 @@ def cell_counts(path: Path, entities: int) -> dict[str, int]:
     }
 
 
-def shuffled(spark: SparkSession, source: Path, path: Path, seed: int) -> Path:
-    """The events in a random order (``orderBy(rand(seed))``), written once."""
+def shuffled(spark: SparkSession, source: Path, path: Path, seed: int, files: int) -> Path:
+    """The events in a random order (``orderBy(rand(seed))``) in `files` files (the
+    partitions of a job reading them; the DataFrame contenders ``repartition`` them),
+    written once."""
     if not (path / "_SUCCESS").exists():
-        events = spark.read.parquet(str(source))
-        events.orderBy(F.rand(seed)).write.mode("overwrite").parquet(str(path))
+        events = spark.read.parquet(str(source)).orderBy(F.rand(seed))
+        events.repartition(files).write.mode("overwrite").parquet(str(path))
     return path
 
 
@@ -139,7 +145,7 @@ def _cell_aggregates(events: DataFrame) -> DataFrame:
     )
 
 
-def spark_sql_map(events: DataFrame, out: Path) -> None:
+def spark_sql_map(events: DataFrame, source: Path, out: Path) -> None:
     """(a) cells aggregated, gathered per entity in a map, the dense arrays looked up."""
     cells = _cell_aggregates(events).select(
         "user_id",
@@ -171,7 +177,7 @@ def _dense_field(column: str, name: str) -> F.Column:
     return F.transform(column, lambda v: F.coalesce(v.getField(name), _zero()))
 
 
-def spark_sql_pivot(events: DataFrame, out: Path) -> None:
+def spark_sql_pivot(events: DataFrame, source: Path, out: Path) -> None:
     """(a) a pivot on the cell (Spark aggregates per (entity, cell), then pivots), the
     384 x 3 columns gathered into arrays."""
     cells = events.select(
@@ -196,7 +202,7 @@ def spark_sql_pivot(events: DataFrame, out: Path) -> None:
     )
 
 
-def scatterkit_columns(events: DataFrame, out: Path) -> None:
+def scatterkit_columns(events: DataFrame, source: Path, out: Path) -> None:
     """(b) the events of each entity in one list, then scatterkit's column functions."""
     lists = events.groupBy("user_id").agg(
         F.collect_list(F.struct("hour", "category", "amount")).alias("ev")
@@ -252,7 +258,7 @@ def _entity_tensors(pdf: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def pandas_numpy(events: DataFrame, out: Path) -> None:
+def pandas_numpy(events: DataFrame, source: Path, out: Path) -> None:
     """(c) one pandas DataFrame per entity, NumPy's unbuffered ufuncs."""
     schema = "user_id long, spend_sum array<float>, spend_max array<float>, spend_mean array<float>"
     _write(events.groupBy("user_id").applyInPandas(_entity_tensors, schema), out)
@@ -265,12 +271,12 @@ def _aggregates() -> dict[str, object]:
     }
 
 
-def scatterkit_aggregate(events: DataFrame, out: Path) -> None:
+def scatterkit_aggregate(events: DataFrame, source: Path, out: Path) -> None:
     """(d) scatterkit's event aggregation."""
     _write(skf.aggregate(events, "user_id", **_aggregates()), out)
 
 
-def scatterkit_groupby(events: DataFrame, out: Path) -> None:
+def scatterkit_groupby(events: DataFrame, source: Path, out: Path) -> None:
     """(e) the same aggregates as Python grouped-aggregate UDFs in Spark's groupBy."""
     aggs = [
         skf.scatter_nd_agg(
@@ -281,11 +287,23 @@ def scatterkit_groupby(events: DataFrame, out: Path) -> None:
     _write(events.groupBy("user_id").agg(*aggs), out)
 
 
+def scatterkit_job(events: DataFrame, source: Path, out: Path) -> None:
+    """(f) scatterkit's job with an aggregation step, on the Arrow engine: the tasks read the
+    events and write the tensors with pyarrow; Spark shuffles the packed events."""
+    aggregates = {
+        name: {"indices": ["hour", "category"], "updates": "amount", "shape": SHAPE,
+               "reduction": reduction}
+        for name, reduction in REDUCTIONS.items()
+    }  # fmt: skip
+    spec = JobSpec.from_dict({"aggregate": {"by": ["user_id"], "aggregates": aggregates}})
+    run_job(events.sparkSession, spec, str(source), str(out), progress=False, engine="arrow")
+
+
 @dataclass(frozen=True)
 class Contender:
     key: str
     name: str
-    run: Callable[[DataFrame, Path], None]
+    run: Callable[[DataFrame, Path, Path], None]  # (events, their directory, output)
     scatterkit: bool
     default: bool = True  # run unless --only names the contenders
 
@@ -298,8 +316,9 @@ CONTENDERS = [
     Contender("pandas", "(c) applyInPandas + np.add.at", pandas_numpy, False),
     Contender("aggregate", "(d) skf.aggregate", scatterkit_aggregate, True),
     Contender("groupby", "(e) groupBy().agg(skf.scatter_nd_agg)", scatterkit_groupby, True),
+    Contender("job", "(f) scatterkit job, aggregation step (arrow engine)", scatterkit_job, True),
 ]
-NEEDS_AGGREGATE = ("aggregate", "groupby")
+NEEDS_AGGREGATE = ("aggregate", "groupby", "job")
 
 
 def has_aggregate() -> bool:
@@ -465,7 +484,13 @@ class Outcome:
 
 
 def run_once(
-    spark: SparkSession, meter: StageMeter, outcome: Outcome, events: DataFrame, out: Path, tag: str
+    spark: SparkSession,
+    meter: StageMeter,
+    outcome: Outcome,
+    events: DataFrame,
+    source: Path,
+    out: Path,
+    tag: str,
 ) -> tuple[float, int] | None:
     """One run in its own job group: (seconds, shuffle bytes), None if it failed."""
     key = outcome.contender.key
@@ -474,7 +499,7 @@ def run_once(
     shutil.rmtree(out, ignore_errors=True)
     started = time.perf_counter()
     try:
-        outcome.contender.run(events, out)
+        outcome.contender.run(events, source, out)
     except Exception as exc:  # a failing contender is reported, not fatal
         outcome.error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}"
         print(f"{key} {tag} failed:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
@@ -650,7 +675,7 @@ def main() -> int:
             key = outcome.contender.key
             out = outputs / f"{key}-{attempt}"
             events = spark.read.parquet(str(events_path))
-            got = run_once(spark, meter, outcome, events, out, f"run{attempt}")
+            got = run_once(spark, meter, outcome, events, events_path, out, f"run{attempt}")
             if key in last and last[key] != out:
                 shutil.rmtree(last[key], ignore_errors=True)
             if got is None:
@@ -667,7 +692,7 @@ def main() -> int:
     ids = sorted(int(i) for i in rng.choice(args.entities, args.sample, replace=False))
     reference = Reference.of(events_path, ids)
     shuffles = {
-        n: shuffled(spark, events_path, workdir / f"{name}-shuffled-{n}", args.seed + n)
+        n: shuffled(spark, events_path, workdir / f"{name}-shuffled{n}", args.seed + n, n)
         for n in partitions
     }
     for outcome in outcomes:
@@ -680,7 +705,7 @@ def main() -> int:
         for n, path in shuffles.items():
             events = spark.read.parquet(str(path)).repartition(n)
             out = outputs / f"{key}-shuffled-{n}"
-            if run_once(spark, meter, outcome, events, out, f"shuffled{n}") is None:
+            if run_once(spark, meter, outcome, events, path, out, f"shuffled{n}") is None:
                 break
             runs.append(out)
         else:

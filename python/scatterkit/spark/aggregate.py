@@ -233,55 +233,89 @@ def _updates_type(spec: AggSpec) -> str:
 
 def aggregate_step(df: DataFrame, step: AggregateStep) -> DataFrame:
     """A job's aggregation step over the events `df` (see `spec.JobSpec.aggregate`)."""
-    specs = {
-        name: settle_spec(df.schema, spec, f"aggregate.aggregates.{name}")
+    return plan_aggregate(df, step.by, step_specs(df.schema, step))
+
+
+def step_specs(schema: T.StructType, step: AggregateStep) -> dict[str, AggSpec]:
+    """A job's aggregates, settled against the events' schema."""
+    return {
+        name: settle_spec(schema, spec, f"aggregate.aggregates.{name}")
         for name, spec in step.aggregates.items()
     }
-    return plan_aggregate(df, step.by, specs)
 
 
 def plan_aggregate(df: DataFrame, by: Sequence[str], specs: dict[str, AggSpec]) -> DataFrame:
     """The DataFrame plan of `aggregate` (specs settled by `settle_spec`)."""
+    plan = agg_plan(df, by, specs)
+    events = event_columns(df, plan)
+    combine = functools.partial(combine_events, plan)
+    packed = events.mapInArrow(combine, packed_schema(events.schema, plan))
+    finish = functools.partial(finish_groups, plan)
+    result = group_packed(packed, plan).mapInArrow(finish, finished_schema(events.schema, plan))
+    return result.select(*named_results(by, specs))
+
+
+def agg_plan(df: DataFrame, by: Sequence[str], specs: dict[str, AggSpec]) -> AggPlan:
+    """What the tasks need, with the session's flush size (checked here, before any task)."""
     missing = [c for c in by if c not in df.columns]
     if missing:
         raise SpecError(f"aggregate: no column {missing[0]!r} to group by in {df.columns}")
     flush = df.sparkSession.conf.get(FLUSH_CONF, None)
     if flush is not None and (not flush.isdigit() or int(flush) < 1):
         raise SpecError(f"aggregate: {FLUSH_CONF} must be a number of events, got {flush!r}")
-    plan = AggPlan(tuple(by), tuple(specs.values()), int(flush) if flush else None)
-    columns = [F.col(c).alias(k) for c, k in zip(by, plan.keys)]
+    return AggPlan(tuple(by), tuple(specs.values()), int(flush) if flush else None)
+
+
+def event_columns(df: DataFrame, plan: AggPlan) -> DataFrame:
+    """The columns the combiner reads, under `AggPlan`'s names, values cast to their
+    aggregates' types."""
+    columns = [F.col(c).alias(k) for c, k in zip(plan.key_names, plan.keys)]
     columns += [F.col(c).alias(f"__coord{m}") for m, c in enumerate(plan.coordinates)]
     for v, (updates, element, size) in enumerate(plan.values):
         kind = element if size == 1 else f"array<{element}>"
         columns.append(F.col(updates).cast(kind).alias(f"__value{v}"))
     columns += [F.col(c).alias(f"__order{o}") for o, c in enumerate(plan.orders)]
-    events = df.select(*columns)
-    fields = {f.name: f for f in events.schema.fields}
-    event_columns = [f"__cell{g}" for g in range(len(plan.cell_groups))]
-    event_columns += [f"__value{v}" for v in range(len(plan.values))]
-    event_columns += [f"__order{o}" for o in range(len(plan.orders))]
+    return df.select(*columns)
+
+
+def packed_schema(events: T.StructType, plan: AggPlan) -> T.StructType:
+    """The combiner's rows (`agg_tasks.combine_events`) for events of `event_columns`' schema."""
+    fields = {f.name: f for f in events.fields}
+    event_names = [f"__cell{g}" for g in range(len(plan.cell_groups))]
+    event_names += [f"__value{v}" for v in range(len(plan.values))]
+    event_names += [f"__order{o}" for o in range(len(plan.orders))]
     kinds = {f"__cell{g}": T.IntegerType() for g in range(len(plan.cell_groups))}
-    compact_schema = T.StructType(
+    return T.StructType(
         [fields[k] for k in plan.keys]
         + [
             T.StructField(c, T.ArrayType(kinds.get(c) or fields[c].dataType, True), True)
-            for c in event_columns
+            for c in event_names
         ]
         + [T.StructField(KIND, T.ByteType(), False), T.StructField(BLOB, T.BinaryType(), True)]
     )
-    compact = events.mapInArrow(functools.partial(combine_events, plan), compact_schema)
-    grouped = compact.repartition(*plan.keys).sortWithinPartitions(*plan.keys)
-    out_schema = T.StructType(
+
+
+def group_packed(packed: DataFrame, plan: AggPlan) -> DataFrame:
+    """The combiner's rows shuffled by key and sorted, as `finish_groups` reads them."""
+    return packed.repartition(*plan.keys).sortWithinPartitions(*plan.keys)
+
+
+def finished_schema(events: T.StructType, plan: AggPlan) -> T.StructType:
+    """The finisher's rows: the keys, then ``__agg{i}`` per aggregate."""
+    fields = {f.name: f for f in events.fields}
+    return T.StructType(
         [fields[k] for k in plan.keys]
         + [
             T.StructField(f"__agg{i}", result_type(s.dtype or ""), True)
             for i, s in enumerate(plan.specs)
         ]
     )
-    result = grouped.mapInArrow(functools.partial(finish_groups, plan), out_schema)
+
+
+def named_results(by: Sequence[str], specs: dict[str, AggSpec]) -> list[Column]:
+    """The finisher's columns under the user's names."""
     renamed = [F.col(key_name(j)).alias(c) for j, c in enumerate(by)]
-    renamed += [F.col(f"__agg{i}").alias(name) for i, name in enumerate(specs)]
-    return result.select(*renamed)
+    return renamed + [F.col(f"__agg{i}").alias(name) for i, name in enumerate(specs)]
 
 
 __all__ = ["aggregate", "plan_aggregate", "result_type", "scatter_nd_agg", "settle_spec"]

@@ -74,7 +74,7 @@ def run_arrow_job(
         )
         count = len(work.pieces)
         numbers = spark.range(count, numPartitions=count)
-        schema = _spark_schema(RESULT_SCHEMA)
+        schema = spark_schema(RESULT_SCHEMA)
         results = numbers.mapInArrow(functools.partial(run_pieces, task), schema).collect()
         rows = [r.asDict() for r in results]
         stats = total(rows)
@@ -85,7 +85,7 @@ def run_arrow_job(
     return stats
 
 
-def _spark_schema(schema: pa.Schema) -> Any:
+def spark_schema(schema: pa.Schema) -> Any:
     from pyspark.sql.pandas.types import from_arrow_schema
 
     return from_arrow_schema(schema)

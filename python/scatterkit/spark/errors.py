@@ -32,19 +32,21 @@ class JobFailed(RuntimeError):
 
 
 def row_error_message(exc: BaseException) -> str | None:
-    """The message of a `RowError` that failed a Spark job, if that is why `exc` came.
+    """The message of a `RowError` or `InputTypeError` that failed a Spark job, if that is
+    why `exc` came.
 
-    Only where Spark's own writer commits (a file system pyarrow does not reach) must a
-    task raise to stop the job; Spark then passes on a `PythonException` with the worker's
-    traceback as text, and nothing else.
+    Where Spark's own writer commits (a file system pyarrow does not reach), and on the map
+    side of an aggregation, a task must raise to stop the job; Spark then passes on a
+    `PythonException` with the worker's traceback as text, and nothing else.
     """
     from pyspark.errors import PythonException
 
     if not isinstance(exc, PythonException):
         return None
-    marker = f"{RowError.__module__}.{RowError.__name__}: "
     text = str(exc)
-    at = text.rfind(marker)
-    if at < 0:
-        return None
-    return text[at + len(marker) :].strip().splitlines()[0]
+    for kind in (RowError, InputTypeError):
+        marker = f"{kind.__module__}.{kind.__name__}: "
+        at = text.rfind(marker)
+        if at >= 0:
+            return text[at + len(marker) :].strip().splitlines()[0]
+    return None

@@ -16,17 +16,19 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from .agg_job import run_aggregate_job
+from .agg_spec import AggregateStep
 from .aggregate import aggregate_step
 from .cluster import on_cluster
 from .engine_arrow import ArrowPaths, resolve_paths, run_arrow_job
-from .engine_spark import run_spark_job, staging_location, steps_frame
+from .engine_spark import run_spark_job, steps_frame
 from .errors import EngineUnavailable, JobFailed, row_error_message
 from .plan import plan_job
 from .progress import Progress, is_connect
 from .spec import JobSpec
 from .stats import TaskStats
 from .steps import ON_ERROR, BatchPlan
-from .storage import locate, remove_directory, tree_bytes
+from .storage import locate, tree_bytes
 from .summary import JobSummary
 
 ENGINES = ("auto", "arrow", "spark")
@@ -119,9 +121,33 @@ def _run_arrow(
     )
 
 
+def _run_arrow_aggregate(
+    spark: SparkSession,
+    events: DataFrame,
+    step: AggregateStep,
+    plan: BatchPlan,
+    schema: T.StructType,
+    columns: list[str],
+    paths: ArrowPaths,
+    overwrite: bool,
+) -> TaskStats:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return run_aggregate_job(
+        spark,
+        events,
+        step,
+        plan,
+        columns,
+        to_arrow_schema(schema),
+        paths,
+        overwrite=overwrite,
+    )
+
+
 def _run(
     spark: SparkSession,
-    source: DataFrame,
+    events: DataFrame,
     spec: JobSpec,
     input_path: str,
     output_path: str,
@@ -129,23 +155,19 @@ def _run(
     overwrite: bool,
     engine: str,
 ) -> tuple[TaskStats, str]:
-    """Runs the job on the chosen engine; returns its stats and the engine that ran it.
-
-    With an aggregation the Arrow engine reads the groups from a hidden staging copy that
-    Spark writes beside the output (the grouping needs Spark's shuffle), removed after."""
+    """Runs the job on the chosen engine; returns its stats and the engine that ran it."""
+    source = events if spec.aggregate is None else aggregate_step(events, spec.aggregate)
     plan, schema, columns = _plan(source, spec, on_error, locate_rows=spec.aggregate is None)
     paths = choose_engine(engine, input_path, output_path)
-    if paths is not None and spec.aggregate is not None:
-        staging = staging_location(paths.target)
-        try:
-            source.write.parquet(staging.uri)
-            staged = ArrowPaths(staging, paths.target)
-            return _run_arrow(spark, source, plan, schema, columns, staged, overwrite), "arrow"
-        finally:
-            on_cluster(spark, remove_directory, staging)
     if paths is not None:
         try:
-            return _run_arrow(spark, source, plan, schema, columns, paths, overwrite), "arrow"
+            if spec.aggregate is None:
+                found = _run_arrow(spark, source, plan, schema, columns, paths, overwrite)
+            else:
+                found = _run_arrow_aggregate(
+                    spark, events, spec.aggregate, plan, schema, columns, paths, overwrite
+                )
+            return found, "arrow"
         except EngineUnavailable as exc:  # found on the cluster: partition directories, ...
             _fall_back_unless_asked(engine, exc)
     found = run_spark_job(
@@ -184,13 +206,12 @@ def run_job(
     if is_connect(spark):
         input_path, output_path = _from_here(input_path), _from_here(output_path)
     events = spark.read.parquet(input_path)
-    source = events if spec.aggregate is None else aggregate_step(events, spec.aggregate)
     started = time.perf_counter()
     overwrite = mode == "overwrite"
     try:
         with Progress(spark, label="job") if progress else nullcontext():
             found, used = _run(
-                spark, source, spec, input_path, output_path, on_error, overwrite, engine
+                spark, events, spec, input_path, output_path, on_error, overwrite, engine
             )
     except Exception as exc:
         message = row_error_message(exc)

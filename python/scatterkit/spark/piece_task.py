@@ -128,7 +128,7 @@ def _as_spark_reads(batch: pa.RecordBatch, types: pa.Schema) -> pa.RecordBatch:
     return batch
 
 
-def _read_piece(
+def read_piece(
     parquet: pq.ParquetFile,
     piece: Piece,
     columns: list[str],
@@ -167,7 +167,7 @@ class PieceTask:
     pieces: tuple[Piece, ...]
 
 
-def _attempt() -> int:
+def attempt_number() -> int:
     from pyspark import TaskContext
 
     context = TaskContext.get()
@@ -182,10 +182,8 @@ def run_piece(task: PieceTask, number: int) -> tuple[str, int, TaskStats]:
     """
     piece = task.pieces[number]
     stats = TaskStats()
-    path = f"{task.job_dir}/part-{number:05d}-attempt-{_attempt()}.parquet"
-    in_fs, out_fs = task.source.filesystem(), task.target.filesystem()
-    writer, rows = None, 0
-    with in_fs.open_input_file(piece.path) as handle:
+    path = f"{task.job_dir}/part-{number:05d}-attempt-{attempt_number()}.parquet"
+    with task.source.filesystem().open_input_file(piece.path) as handle:
         parquet = pq.ParquetFile(handle)
         try:
             check_file_types(
@@ -196,26 +194,59 @@ def run_piece(task: PieceTask, number: int) -> tuple[str, int, TaskStats]:
             return "", 0, stats
         batches = (
             _as_spark_reads(batch, task.tensor_types)
-            for batch in _read_piece(
+            for batch in read_piece(
                 parquet, piece, list(task.columns), task.plan.locate_rows, task.limits
             )
         )
-        try:
-            for out in run_batches(task.plan, batches, stats):
-                if writer is None:
-                    writer = pq.ParquetWriter(path, out.schema, filesystem=out_fs)
-                writer.write_batch(out)
-                rows += out.num_rows
-        finally:
-            if writer is not None:
-                writer.close()
-    return (path if writer is not None else ""), rows, stats
+        written, rows = write_task_file(
+            path, task.target.filesystem(), run_batches(task.plan, batches, stats)
+        )
+    return written, rows, stats
+
+
+ROW_GROUP_BYTES = 64 << 20  # Arrow bytes gathered into one row group
+
+
+def write_task_file(path: str, fs: Any, batches: Iterator[pa.RecordBatch]) -> tuple[str, int]:
+    """`batches` into one Parquet file at `path`: (the path, or "" if there were no batches,
+    and the rows written).
+
+    Row groups hold about ROW_GROUP_BYTES, not a batch each. Only flat columns are
+    dictionary encoded: a tensor's values seldom repeat, and trying a dictionary on them
+    takes as long as the rest of the write (bench/spark/RESULTS.md)."""
+    writer, rows = None, 0
+    pending: list[pa.RecordBatch] = []
+    try:
+        for batch in batches:
+            if writer is None:
+                flat = [f.name for f in batch.schema if not pa.types.is_nested(f.type)]
+                writer = pq.ParquetWriter(path, batch.schema, filesystem=fs, use_dictionary=flat)
+            pending.append(batch)
+            rows += batch.num_rows
+            if sum(b.nbytes for b in pending) >= ROW_GROUP_BYTES:
+                _write_row_group(writer, pending)
+                pending = []
+        if writer is not None and pending:
+            _write_row_group(writer, pending)
+    finally:
+        if writer is not None:
+            writer.close()
+    return (path if writer is not None else ""), rows
+
+
+def _write_row_group(writer: pq.ParquetWriter, batches: list[pa.RecordBatch]) -> None:
+    table = pa.Table.from_batches(batches)
+    writer.write_table(table, row_group_size=max(1, table.num_rows))
+
+
+def result_row(piece: int, path: str, rows: int, stats: TaskStats) -> pa.RecordBatch:
+    """A task's result: its piece, its file ("" for none), the rows in it and its stats."""
+    arrays: Sequence[Any] = [pa.array([piece]), pa.array([path]), pa.array([rows])]
+    return pa.RecordBatch.from_arrays([*arrays, *stats.columns(1)], schema=RESULT_SCHEMA)
 
 
 def run_pieces(task: PieceTask, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """The ``mapInArrow`` function over the piece numbers: one result row per piece."""
     for batch in batches:
         for number in batch.column(0).to_pylist():
-            path, rows, stats = run_piece(task, number)
-            arrays: Sequence[Any] = [pa.array([number]), pa.array([path]), pa.array([rows])]
-            yield pa.RecordBatch.from_arrays([*arrays, *stats.columns(1)], schema=RESULT_SCHEMA)
+            yield result_row(number, *run_piece(task, number))

@@ -590,6 +590,97 @@ def test_a_failing_aggregate_fails_the_job_naming_the_group(spark, event_files, 
         assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging left
 
 
+def _mixed_events(n: int = 1500) -> pa.Table:
+    """String keys, short coordinates (negatives wrap), double and bigint values, times."""
+    rng = np.random.default_rng(5)
+    return pa.table(
+        {
+            "user": pa.array([f"u{i}" for i in rng.integers(0, 20, n)]),
+            "h": pa.array(rng.integers(-4, 4, n).astype(np.int16)),
+            "c": pa.array(rng.integers(0, 3, n).astype(np.int32)),
+            "x": pa.array(rng.standard_normal(n) * 10.0 ** rng.integers(-3, 4, n)),
+            "q": pa.array(rng.integers(-(10**12), 10**12, n)),
+            "t": pa.array(rng.integers(0, 10**9, n) * 1000, pa.timestamp("us", tz="UTC")),
+        }
+    )
+
+
+def _aggregation_job(**aggregates: dict) -> JobSpec:
+    cells = {"indices": ["h", "c"], "shape": [4, 3]}
+    named = {name: {**cells, **agg} for name, agg in aggregates.items()}
+    return JobSpec.from_dict({"aggregate": {"by": ["user"], "aggregates": named}})
+
+
+def test_the_job_reads_events_with_pyarrow_where_it_reads_them_as_spark_does(spark, tmp_path):  # noqa: F811
+    from scatterkit.spark.agg_job import _event_reader
+    from scatterkit.spark.aggregate import agg_plan, step_specs
+    from scatterkit.spark.piece_task import BatchLimits
+    from scatterkit.spark.storage import locate
+
+    source = write_parquet(tmp_path / "in", _mixed_events(), files=3)
+    by_pyarrow = {  # casts that pyarrow and Spark round alike, keys and orders of like types
+        "s": {"updates": "x", "dtype": "float"},
+        "m": {"updates": "q", "dtype": "double", "reduction": "max"},
+        "w": {"updates": "q", "reduction": "none", "order_by": "h"},
+    }
+    by_spark = {  # a double cast to bigint (truncated) and a timestamp order: Spark's reader
+        "i": {"updates": "x", "dtype": "bigint"},
+        "z": {"updates": "x", "reduction": "none", "order_by": "t"},
+    }
+    events = spark.read.parquet(str(source))
+    for name, aggregates, reads in (
+        ("pyarrow", by_pyarrow, True),
+        ("spark", {**by_pyarrow, **by_spark}, False),
+    ):
+        job = _aggregation_job(**aggregates)
+        assert job.aggregate is not None
+        plan = agg_plan(events, ["user"], step_specs(events.schema, job.aggregate))
+        reader = _event_reader(events, plan, (), locate(str(source)), BatchLimits())
+        assert (reader is not None) == reads, name
+        written = {}
+        for engine in ("arrow", "spark"):
+            out = tmp_path / f"{name}-{engine}"
+            assert run_job(spark, job, str(source), str(out), engine=engine).rows_out == 20
+            written[engine] = pq.read_table(out).sort_by("user")
+        assert written["arrow"].equals(written["spark"]), name
+
+
+def test_an_event_file_with_a_wider_column_fails_the_job_rather_than_rounding(spark, tmp_path):  # noqa: F811
+    table = _mixed_events()
+    (tmp_path / "in").mkdir()
+    half = table.num_rows // 2
+    as_float = table.set_column(3, "x", table.column("x").cast(pa.float32()))
+    pq.write_table(as_float.slice(0, half), tmp_path / "in" / "part-0.parquet")
+    pq.write_table(table.slice(half), tmp_path / "in" / "part-1.parquet")
+    assert spark.read.parquet(str(tmp_path / "in")).schema["x"].dataType.simpleString() == "float"
+    job = _aggregation_job(s={"updates": "x"})
+    with pytest.raises(JobFailed, match=r"file 'part-1\.parquet' holds column 'x' as double"):
+        run_job(spark, job, str(tmp_path / "in"), str(tmp_path / "out"), engine="arrow")
+    assert not (tmp_path / "out").exists()
+
+
+def test_partition_directories_of_events_go_to_spark_and_empty_events_give_no_groups(
+    spark,  # noqa: F811
+    tmp_path,
+):
+    table = _mixed_events(200)
+    for day, rows in (("day=1", table.slice(0, 120)), ("day=2", table.slice(120))):
+        (tmp_path / "in" / day).mkdir(parents=True)
+        pq.write_table(rows, tmp_path / "in" / day / "f.parquet")
+    job = JobSpec.from_dict({"aggregate": {"by": ["day"], "aggregates": {
+        "n": {"indices": ["h", "c"], "updates": "q", "shape": [4, 3]}}}})  # fmt: skip
+    summary = run_job(spark, job, str(tmp_path / "in"), str(tmp_path / "out"))
+    assert summary.engine == "spark" and summary.rows_out == 2
+    assert summary.aggregated["n"]["events"] == 200
+    with pytest.raises(ValueError, match="partition directories"):
+        run_job(spark, job, str(tmp_path / "in"), str(tmp_path / "o2"), engine="arrow")
+    empty = write_parquet(tmp_path / "empty", table.slice(0, 0), files=1)
+    job = _aggregation_job(s={"updates": "x"})
+    summary = run_job(spark, job, str(empty), str(tmp_path / "o3"), engine="arrow")
+    assert summary.rows_in == summary.rows_out == 0
+    assert pq.read_schema(next((tmp_path / "o3").glob("*.parquet"))).names == ["user", "s"]
+
+
 def test_an_aggregation_step_is_checked_before_anything_runs(spark, event_files, tmp_path):  # noqa: F811
     _, source = event_files
     bad = {"aggregate": {"by": ["user"], "aggregates": {

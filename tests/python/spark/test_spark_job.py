@@ -327,14 +327,14 @@ def test_column_names_with_dots(spark, rng, tmp_path, engine):  # noqa: F811
 def test_arrow_pieces_number_rows_from_the_start_of_their_file(tmp_path):
     # A task reading row groups 2 and 3 names its rows 16 to 31, as Spark's row_index does,
     # so that a failure names the right row.
-    from scatterkit.spark.piece_task import BatchLimits, _read_piece
+    from scatterkit.spark.piece_task import BatchLimits, read_piece
     from scatterkit.spark.steps import FILE_COLUMN, ROW_COLUMN
     from scatterkit.spark.storage import Piece
 
     path = tmp_path / "one.parquet"
     pq.write_table(pa.table({"x": pa.array(range(32), pa.int64())}), path, row_group_size=8)
     piece = Piece(str(path), 2, 4)
-    batches = _read_piece(pq.ParquetFile(path), piece, ["x"], True, BatchLimits(5, 1 << 20))
+    batches = read_piece(pq.ParquetFile(path), piece, ["x"], True, BatchLimits(5, 1 << 20))
     rows = pa.Table.from_batches(list(batches))
     assert rows["x"].to_pylist() == list(range(16, 32))
     assert rows[ROW_COLUMN].to_pylist() == list(range(16, 32))

@@ -1,0 +1,217 @@
+"""A job with an aggregation step on the Arrow engine: events in and tensors out with pyarrow.
+
+Through Spark SQL, every event is converted to a row and then to Arrow on its way to the
+combiner, and every tensor element back to a row on its way to Spark's Parquet writer;
+together that takes longer than the aggregation (bench/spark/RESULTS.md). Here only the
+packed events pass through Spark, for its shuffle:
+
+- map side: one task per input piece reads the events it needs with pyarrow, as Spark
+  would read them, and packs them (`agg_tasks.combine_events`); where Spark's reader must
+  do it (a cast pyarrow would do otherwise, a key type it would read otherwise), the
+  events come from Spark's reader instead;
+- the shuffle by key (`aggregate.group_packed`);
+- reduce side: each task folds its groups (`agg_tasks.finish_groups`), runs the job's
+  per-row steps on them and writes its own Parquet file with pyarrow under the output's
+  temporary directory; the driver commits the files of the successful attempts
+  (`storage.finish`), as for a job without aggregation (`engine_arrow`).
+
+The bits are those of `aggregate`: the same combiner and finisher, whatever reads the events.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame
+from pyspark.sql import types as T
+
+from .agg_spec import AggregateStep
+from .agg_tasks import AggPlan, combine_events, finish_groups
+from .aggregate import (
+    agg_plan,
+    event_columns,
+    group_packed,
+    packed_schema,
+    step_specs,
+)
+from .cluster import on_cluster, parallelism
+from .engine_arrow import ArrowPaths, spark_schema
+from .piece_task import (
+    RESULT_SCHEMA,
+    BatchLimits,
+    attempt_number,
+    check_file_types,
+    read_piece,
+    result_row,
+    write_task_file,
+)
+from .stats import TaskStats, total
+from .steps import BatchPlan, run_batches
+from .storage import Location, Piece, finish, plan_input
+
+# The Spark types whose Arrow form pyarrow reads from Parquet as Spark's Arrow conversion
+# gives it (after `check_file_types`' widening): timestamps and decimals, for one, differ.
+_SAME_ARROW = (T.IntegralType, T.FloatType, T.DoubleType, T.BooleanType, T.StringType)
+
+
+@dataclass(frozen=True)
+class EventReader:
+    """What a map task needs to read its events (pickled into the tasks)."""
+
+    source: Location
+    pieces: tuple[Piece, ...]
+    types: pa.Schema  # the columns to read, in the types Spark reads them
+    renamed: tuple[tuple[str, str, pa.DataType], ...]  # (column, plan's name, type)
+    limits: BatchLimits
+
+    def events(self, number: int) -> Iterator[pa.RecordBatch]:
+        """Piece `number`'s events under the plan's names, values cast to their types.
+
+        Raises `InputTypeError` for a file holding a column in a wider type than Spark
+        reads it as."""
+        piece = self.pieces[number]
+        with self.source.filesystem().open_input_file(piece.path) as handle:
+            parquet = pq.ParquetFile(handle)
+            check_file_types(parquet.schema_arrow, self.types, piece.path.rsplit("/", 1)[-1])
+            for batch in read_piece(parquet, piece, self.types.names, False, self.limits):
+                columns = [batch.column(c).cast(t, safe=False) for c, _, t in self.renamed]
+                yield pa.RecordBatch.from_arrays(columns, names=[n for _, n, _ in self.renamed])
+
+
+def _combine_pieces(
+    reader: EventReader, plan: AggPlan, numbers: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """The map task: the events of its pieces, packed (one task per piece)."""
+    pieces = (n for batch in numbers for n in batch.column(0).to_pylist())
+    events = itertools.chain.from_iterable(reader.events(n) for n in pieces)
+    yield from combine_events(plan, events)
+
+
+@dataclass(frozen=True)
+class GroupWriter:
+    """What a reduce task needs to finish its groups and write them (pickled into the tasks)."""
+
+    plan: AggPlan
+    names: tuple[str, ...]  # the by columns, then the aggregates, as the steps read them
+    steps: BatchPlan
+    columns: tuple[str, ...]  # those the steps read or the output keeps
+    target: Location
+    job_dir: str
+
+
+def _write_groups(
+    writer: GroupWriter, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """The reduce task: its groups folded, the steps run, one Parquet file written; one
+    result row (`piece_task.RESULT_SCHEMA`, the piece being the partition)."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    partition = context.partitionId() if context is not None else 0
+    stats = TaskStats()
+    groups = (
+        pa.RecordBatch.from_arrays(b.columns, names=list(writer.names)).select(list(writer.columns))
+        for b in finish_groups(writer.plan, batches)
+    )
+    path = f"{writer.job_dir}/part-{partition:05d}-attempt-{attempt_number()}.parquet"
+    written, rows = write_task_file(
+        path, writer.target.filesystem(), run_batches(writer.steps, groups, stats)
+    )
+    yield result_row(partition, written, rows, stats)
+
+
+def _event_reader(
+    events: DataFrame, plan: AggPlan, work_pieces: Sequence[Piece], source: Location, limits: Any
+) -> EventReader | None:
+    """The map side's reader, or None where Spark's reader must read the events: a column
+    that pyarrow would read in another type, or a value cast Spark would do otherwise."""
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    fields = {f.name: f for f in events.schema.fields}
+    named = event_columns(events, plan).schema.fields
+    sources = [*plan.key_names, *plan.coordinates, *(u for u, _, _ in plan.values), *plan.orders]
+    renamed = []
+    for column, target in zip(sources, named):
+        field = fields[column]
+        element = field.dataType
+        wanted = target.dataType
+        if isinstance(element, T.ArrayType) and isinstance(wanted, T.ArrayType):
+            element, wanted = element.elementType, wanted.elementType
+        if not (isinstance(element, _SAME_ARROW) and _same_cast(element, wanted)):
+            return None
+        renamed.append((column, target.name, to_arrow_type(target.dataType)))
+    types = pa.schema(
+        [pa.field(c, to_arrow_type(fields[c].dataType)) for c in dict.fromkeys(sources)]
+    )
+    return EventReader(source, tuple(work_pieces), types, tuple(renamed), limits)
+
+
+def _same_cast(source: T.DataType, target: T.DataType) -> bool:
+    """Whether pyarrow's cast (unchecked) gives Spark's bits: the same type, integers to
+    wider integers, integers and floats to floats (rounded to nearest by both)."""
+    if source == target:
+        return True
+    if isinstance(target, (T.FloatType, T.DoubleType)):
+        return isinstance(source, (T.IntegralType, T.FloatType, T.DoubleType))
+    widths: dict[type, int] = {T.ByteType: 1, T.ShortType: 2, T.IntegerType: 4, T.LongType: 8}
+    if type(source) in widths and type(target) in widths:
+        return widths[type(source)] <= widths[type(target)]
+    return False
+
+
+def run_aggregate_job(
+    spark: Any,
+    events: DataFrame,
+    step: AggregateStep,
+    steps: BatchPlan,
+    columns: Sequence[str],
+    output_schema: pa.Schema,
+    paths: ArrowPaths,
+    *,
+    overwrite: bool,
+) -> TaskStats:
+    """Aggregates the events at `paths.source` (read by Spark as `events`), runs `steps`
+    on the groups (reading `columns`) and writes `paths.target`; returns the tasks' stats.
+
+    Raises FileExistsError if the output exists and not `overwrite`; a failure in a task
+    (a bad event under on_error fail, a file holding a column in a wider type) fails the
+    Spark job, and nothing is committed: an old output stays as it was."""
+    specs = step_specs(events.schema, step)
+    plan = agg_plan(events, step.by, specs)
+    tasks = parallelism(spark)
+    work = on_cluster(spark, plan_input, paths.source, paths.target, tasks, overwrite)
+    written: list[str] | None = None
+    try:
+        limits = BatchLimits.from_conf(spark.conf)
+        reader = _event_reader(events, plan, work.pieces, paths.source, limits)
+        named = event_columns(events, plan)
+        if reader is None:
+            packed = named.mapInArrow(
+                functools.partial(combine_events, plan), packed_schema(named.schema, plan)
+            )
+        else:
+            count = len(work.pieces)
+            packed = spark.range(count, numPartitions=count).mapInArrow(
+                functools.partial(_combine_pieces, reader, plan), packed_schema(named.schema, plan)
+            )
+        names = (*step.by, *specs)
+        writer = GroupWriter(plan, names, steps, tuple(columns), paths.target, work.job_dir)
+        grouped = group_packed(packed, plan)
+        rows = [
+            r.asDict()
+            for r in grouped.mapInArrow(
+                functools.partial(_write_groups, writer), spark_schema(RESULT_SCHEMA)
+            ).collect()
+        ]
+        stats = total(rows)
+        if stats.failure is None:
+            written = [r["path"] for r in rows if r["path"]]
+    finally:
+        on_cluster(spark, finish, paths.target, work, written, output_schema, overwrite)
+    return stats
