@@ -127,7 +127,11 @@ def _write_groups(
 
 
 def _event_reader(
-    events: DataFrame, plan: AggPlan, work_pieces: Sequence[Piece], source: Location, limits: Any
+    events: DataFrame,
+    plan: AggPlan,
+    pieces: Sequence[Piece],
+    source: Location,
+    limits: BatchLimits,
 ) -> EventReader | None:
     """The map side's reader, or None where Spark's reader must read the events: a column
     that pyarrow would read in another type, or a value cast Spark would do otherwise."""
@@ -138,9 +142,7 @@ def _event_reader(
     sources = [*plan.key_names, *plan.coordinates, *(u for u, _, _ in plan.values), *plan.orders]
     renamed = []
     for column, target in zip(sources, named):
-        field = fields[column]
-        element = field.dataType
-        wanted = target.dataType
+        element, wanted = fields[column].dataType, target.dataType
         if isinstance(element, T.ArrayType) and isinstance(wanted, T.ArrayType):
             element, wanted = element.elementType, wanted.elementType
         if not (isinstance(element, _SAME_ARROW) and _same_cast(element, wanted)):
@@ -149,7 +151,7 @@ def _event_reader(
     types = pa.schema(
         [pa.field(c, to_arrow_type(fields[c].dataType)) for c in dict.fromkeys(sources)]
     )
-    return EventReader(source, tuple(work_pieces), types, tuple(renamed), limits)
+    return EventReader(source, tuple(pieces), types, tuple(renamed), limits)
 
 
 def _same_cast(source: T.DataType, target: T.DataType) -> bool:
@@ -191,24 +193,18 @@ def run_aggregate_job(
         limits = BatchLimits.from_conf(spark.conf)
         reader = _event_reader(events, plan, work.pieces, paths.source, limits)
         named = event_columns(events, plan)
+        schema = packed_schema(named.schema, plan)
         if reader is None:
-            packed = named.mapInArrow(
-                functools.partial(combine_events, plan), packed_schema(named.schema, plan)
-            )
+            packed = named.mapInArrow(functools.partial(combine_events, plan), schema)
         else:
             count = len(work.pieces)
-            packed = spark.range(count, numPartitions=count).mapInArrow(
-                functools.partial(_combine_pieces, reader, plan), packed_schema(named.schema, plan)
-            )
+            numbers = spark.range(count, numPartitions=count)
+            packed = numbers.mapInArrow(functools.partial(_combine_pieces, reader, plan), schema)
         names = (*step.by, *specs)
         writer = GroupWriter(plan, names, steps, tuple(columns), paths.target, work.job_dir)
-        grouped = group_packed(packed, plan)
-        rows = [
-            r.asDict()
-            for r in grouped.mapInArrow(
-                functools.partial(_write_groups, writer), spark_schema(RESULT_SCHEMA)
-            ).collect()
-        ]
+        write = functools.partial(_write_groups, writer)
+        results = group_packed(packed, plan).mapInArrow(write, spark_schema(RESULT_SCHEMA))
+        rows = [r.asDict() for r in results.collect()]
         stats = total(rows)
         if stats.failure is None:
             written = [r["path"] for r in rows if r["path"]]
