@@ -40,8 +40,7 @@ from .aggregate import (
     packed_schema,
     step_specs,
 )
-from .cluster import on_cluster, parallelism
-from .engine_arrow import ArrowPaths, spark_schema
+from .engine_arrow import ArrowPaths, run_and_commit, spark_schema
 from .piece_task import (
     RESULT_SCHEMA,
     BatchLimits,
@@ -51,9 +50,9 @@ from .piece_task import (
     result_row,
     write_task_file,
 )
-from .stats import TaskStats, total
+from .stats import TaskStats
 from .steps import BatchPlan, run_batches
-from .storage import Location, Piece, finish, plan_input
+from .storage import InputPlan, Location, Piece
 
 # The Spark types whose Arrow form pyarrow reads from Parquet as Spark's Arrow conversion
 # gives it (after `check_file_types`' widening): timestamps and decimals, for one, differ.
@@ -186,14 +185,12 @@ def run_aggregate_job(
     Spark job, and nothing is committed: an old output stays as it was."""
     specs = step_specs(events.schema, step)
     plan = agg_plan(events, step.by, specs)
-    tasks = parallelism(spark)
-    work = on_cluster(spark, plan_input, paths.source, paths.target, tasks, overwrite)
-    written: list[str] | None = None
-    try:
-        limits = BatchLimits.from_conf(spark.conf)
+    limits = BatchLimits.from_conf(spark.conf)
+    named = event_columns(events, plan)
+    schema = packed_schema(named.schema, plan)
+
+    def aggregate_into_files(work: InputPlan) -> DataFrame:
         reader = _event_reader(events, plan, work.pieces, paths.source, limits)
-        named = event_columns(events, plan)
-        schema = packed_schema(named.schema, plan)
         if reader is None:
             packed = named.mapInArrow(functools.partial(combine_events, plan), schema)
         else:
@@ -203,11 +200,6 @@ def run_aggregate_job(
         names = (*step.by, *specs)
         writer = GroupWriter(plan, names, steps, tuple(columns), paths.target, work.job_dir)
         write = functools.partial(_write_groups, writer)
-        results = group_packed(packed, plan).mapInArrow(write, spark_schema(RESULT_SCHEMA))
-        rows = [r.asDict() for r in results.collect()]
-        stats = total(rows)
-        if stats.failure is None:
-            written = [r["path"] for r in rows if r["path"]]
-    finally:
-        on_cluster(spark, finish, paths.target, work, written, output_schema, overwrite)
-    return stats
+        return group_packed(packed, plan).mapInArrow(write, spark_schema(RESULT_SCHEMA))
+
+    return run_and_commit(spark, paths, output_schema, overwrite, aggregate_into_files)

@@ -11,9 +11,9 @@ back as the rows of the middle job. On a local master the first and last run in 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -21,7 +21,10 @@ from .cluster import on_cluster, parallelism
 from .piece_task import RESULT_SCHEMA, BatchLimits, PieceTask, run_pieces
 from .stats import TaskStats, total
 from .steps import BatchPlan
-from .storage import Location, check_output_apart, finish, locate, plan_input
+from .storage import InputPlan, Location, check_output_apart, finish, locate, plan_input
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 
 @dataclass(frozen=True)
@@ -58,10 +61,8 @@ def run_arrow_job(
     exists and not `overwrite`. A failure (its message in the stats) commits nothing: an
     old output stays as it was.
     """
-    tasks = parallelism(spark)
-    work = on_cluster(spark, plan_input, paths.source, paths.target, tasks, overwrite)
-    written: list[str] | None = None
-    try:
+
+    def run_pieces_of(work: InputPlan) -> DataFrame:
         task = PieceTask(
             plan,
             paths.source,
@@ -74,9 +75,25 @@ def run_arrow_job(
         )
         count = len(work.pieces)
         numbers = spark.range(count, numPartitions=count)
-        schema = spark_schema(RESULT_SCHEMA)
-        results = numbers.mapInArrow(functools.partial(run_pieces, task), schema).collect()
-        rows = [r.asDict() for r in results]
+        return numbers.mapInArrow(functools.partial(run_pieces, task), spark_schema(RESULT_SCHEMA))
+
+    return run_and_commit(spark, paths, output_schema, overwrite, run_pieces_of)
+
+
+def run_and_commit(
+    spark: Any,
+    paths: ArrowPaths,
+    output_schema: pa.Schema,
+    overwrite: bool,
+    tasks: Callable[[InputPlan], DataFrame],
+) -> TaskStats:
+    """Lists the input into pieces, runs the Spark job of `tasks(work)` (a row per task:
+    `piece_task.RESULT_SCHEMA`) and commits the files of the successful attempts; returns
+    the tasks' stats. A failure commits nothing: an old output stays as it was."""
+    work = on_cluster(spark, plan_input, paths.source, paths.target, parallelism(spark), overwrite)
+    written: list[str] | None = None
+    try:
+        rows = [r.asDict() for r in tasks(work).collect()]
         stats = total(rows)
         if stats.failure is None:
             written = [r["path"] for r in rows if r["path"]]

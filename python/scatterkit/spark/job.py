@@ -15,9 +15,9 @@ from contextlib import nullcontext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from .agg_job import run_aggregate_job
-from .agg_spec import AggregateStep
 from .aggregate import aggregate_step
 from .cluster import on_cluster
 from .engine_arrow import ArrowPaths, resolve_paths, run_arrow_job
@@ -107,8 +107,6 @@ def _run_arrow(
     paths: ArrowPaths,
     overwrite: bool,
 ) -> TaskStats:
-    from pyspark.sql.pandas.types import to_arrow_schema
-
     tensors = T.StructType([f for f in source.schema.fields if f.name in plan.tensor_columns])
     return run_arrow_job(
         spark,
@@ -117,30 +115,6 @@ def _run_arrow(
         paths,
         columns,
         to_arrow_schema(tensors),
-        overwrite=overwrite,
-    )
-
-
-def _run_arrow_aggregate(
-    spark: SparkSession,
-    events: DataFrame,
-    step: AggregateStep,
-    plan: BatchPlan,
-    schema: T.StructType,
-    columns: list[str],
-    paths: ArrowPaths,
-    overwrite: bool,
-) -> TaskStats:
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    return run_aggregate_job(
-        spark,
-        events,
-        step,
-        plan,
-        columns,
-        to_arrow_schema(schema),
-        paths,
         overwrite=overwrite,
     )
 
@@ -164,8 +138,15 @@ def _run(
             if spec.aggregate is None:
                 found = _run_arrow(spark, source, plan, schema, columns, paths, overwrite)
             else:
-                found = _run_arrow_aggregate(
-                    spark, events, spec.aggregate, plan, schema, columns, paths, overwrite
+                found = run_aggregate_job(
+                    spark,
+                    events,
+                    spec.aggregate,
+                    plan,
+                    columns,
+                    to_arrow_schema(schema),
+                    paths,
+                    overwrite=overwrite,
                 )
             return found, "arrow"
         except EngineUnavailable as exc:  # found on the cluster: partition directories, ...
