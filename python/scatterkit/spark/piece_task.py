@@ -214,7 +214,7 @@ def write_task_file(path: str, fs: Any, batches: Iterator[pa.RecordBatch]) -> tu
     Row groups hold about ROW_GROUP_BYTES, not a batch each. Only flat columns are
     dictionary encoded: a tensor's values seldom repeat, and trying a dictionary on them
     takes as long as the rest of the write (bench/spark/RESULTS.md)."""
-    writer, rows = None, 0
+    writer, rows, pending_bytes = None, 0, 0
     pending: list[pa.RecordBatch] = []
     try:
         for batch in batches:
@@ -223,9 +223,10 @@ def write_task_file(path: str, fs: Any, batches: Iterator[pa.RecordBatch]) -> tu
                 writer = pq.ParquetWriter(path, batch.schema, filesystem=fs, use_dictionary=flat)
             pending.append(batch)
             rows += batch.num_rows
-            if sum(b.nbytes for b in pending) >= ROW_GROUP_BYTES:
+            pending_bytes += batch.nbytes
+            if pending_bytes >= ROW_GROUP_BYTES:
                 _write_row_group(writer, pending)
-                pending = []
+                pending, pending_bytes = [], 0
         if writer is not None and pending:
             _write_row_group(writer, pending)
     finally:

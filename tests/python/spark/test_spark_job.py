@@ -587,3 +587,34 @@ def test_the_file_work_on_a_local_master_runs_in_the_driver(spark):  # noqa: F81
 
     assert spark.sparkContext.master.startswith("local")
     assert on_cluster(spark, os.getpid) == os.getpid()
+
+
+def test_task_files_gather_row_groups_and_dictionary_encode_flat_columns_only(
+    tmp_path, monkeypatch
+):
+    from scatterkit.spark import piece_task
+
+    def batch(first: int) -> pa.RecordBatch:
+        return pa.record_batch(
+            {
+                "id": pa.array(np.arange(first, first + 100)),
+                "kind": pa.array(["a", "b"] * 50),
+                "values": pa.array([[1.5, 2.5, first]] * 100),
+            }
+        )
+
+    batches = [batch(100 * i) for i in range(5)]
+    monkeypatch.setattr(piece_task, "ROW_GROUP_BYTES", 3 * batches[0].nbytes - 1)
+    path, rows = piece_task.write_task_file(str(tmp_path / "f.parquet"), None, iter(batches))
+    assert (path, rows) == (str(tmp_path / "f.parquet"), 500)
+    metadata = pq.ParquetFile(path).metadata
+    groups = [metadata.row_group(g) for g in range(metadata.num_row_groups)]
+    assert [g.num_rows for g in groups] == [300, 200]  # three batches, then the rest
+    encodings = {
+        groups[0].column(c).path_in_schema: groups[0].column(c).encodings for c in range(3)
+    }
+    assert "RLE_DICTIONARY" in encodings["kind"] and "RLE_DICTIONARY" in encodings["id"]
+    assert "RLE_DICTIONARY" not in encodings["values.list.element"]
+    assert pq.read_table(path).equals(pa.Table.from_batches(batches))
+    assert piece_task.write_task_file(str(tmp_path / "none.parquet"), None, iter([])) == ("", 0)
+    assert not (tmp_path / "none.parquet").exists()
