@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import posixpath
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,10 +45,10 @@ from .engine_arrow import ArrowPaths, run_and_commit, spark_schema
 from .piece_task import (
     RESULT_SCHEMA,
     BatchLimits,
-    attempt_number,
     check_file_types,
     read_piece,
     result_row,
+    task_file,
     write_task_file,
 )
 from .stats import TaskStats
@@ -77,7 +78,7 @@ class EventReader:
         piece = self.pieces[number]
         with self.source.filesystem().open_input_file(piece.path) as handle:
             parquet = pq.ParquetFile(handle)
-            check_file_types(parquet.schema_arrow, self.types, piece.path.rsplit("/", 1)[-1])
+            check_file_types(parquet.schema_arrow, self.types, posixpath.basename(piece.path))
             for batch in read_piece(parquet, piece, self.types.names, False, self.limits):
                 columns = [batch.column(c).cast(t, safe=False) for c, _, t in self.renamed]
                 yield pa.RecordBatch.from_arrays(columns, names=[n for _, n, _ in self.renamed])
@@ -118,9 +119,10 @@ def _write_groups(
         pa.RecordBatch.from_arrays(b.columns, names=list(writer.names)).select(list(writer.columns))
         for b in finish_groups(writer.plan, batches)
     )
-    path = f"{writer.job_dir}/part-{partition:05d}-attempt-{attempt_number()}.parquet"
     written, rows = write_task_file(
-        path, writer.target.filesystem(), run_batches(writer.steps, groups, stats)
+        task_file(writer.job_dir, partition),
+        writer.target.filesystem(),
+        run_batches(writer.steps, groups, stats),
     )
     yield result_row(partition, written, rows, stats)
 

@@ -167,11 +167,14 @@ class PieceTask:
     pieces: tuple[Piece, ...]
 
 
-def attempt_number() -> int:
+def task_file(job_dir: str, number: int) -> str:
+    """The file task `number` writes under the job's temporary directory, one per attempt
+    (the driver commits the successful attempt's)."""
     from pyspark import TaskContext
 
     context = TaskContext.get()
-    return context.attemptNumber() if context is not None else 0
+    attempt = context.attemptNumber() if context is not None else 0
+    return f"{job_dir}/part-{number:05d}-attempt-{attempt}.parquet"
 
 
 def run_piece(task: PieceTask, number: int) -> tuple[str, int, TaskStats]:
@@ -182,7 +185,7 @@ def run_piece(task: PieceTask, number: int) -> tuple[str, int, TaskStats]:
     """
     piece = task.pieces[number]
     stats = TaskStats()
-    path = f"{task.job_dir}/part-{number:05d}-attempt-{attempt_number()}.parquet"
+    path = task_file(task.job_dir, number)
     with task.source.filesystem().open_input_file(piece.path) as handle:
         parquet = pq.ParquetFile(handle)
         try:
