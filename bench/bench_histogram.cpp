@@ -23,15 +23,6 @@
 //                       validation: what a naive implementation costs;
 //                       `sum_prefetch` fetches each target into L2 32 updates
 //                       ahead, as the library does.
-//    H_partition:       the first half of a partitioned fold (below; not the library's):
-//                       the updates (uniform int64 indices) counted by range of bins, each
-//                       index checked, then written stably into a buffer of (offset, value)
-//                       entries by range, the threads splitting the updates;
-//    H_range_folds/<r>: its second half on those entries: each range of bins copied from
-//                       data into a scratch in cache, folded there and streamed to out, the
-//                       threads splitting the ranges (sum or max).
-//                       H_partition + H_range_folds is the partitioned fold's cost, its
-//                       copy of the table included.
 //    H_stream_fold/<m>: for the tables the library folds by streaming its inputs (up to
 //                       8 MB, histogram.hpp), its loop without validation, 1 thread,
 //                       uniform int64 indices, each step's inputs fetched into L1 as the
@@ -233,166 +224,6 @@ void H_gather_targets(benchmark::State& state, int64_t bins) {
   state.SetBytesProcessed(state.iterations() * n * int64_t(sizeof(int64_t) + sizeof(float)));
 }
 
-// ---- A partitioned fold, the bound of a fold that never reaches its targets at random ----
-// The updates are partitioned stably by range of bins, then each range is copied from data into
-// a scratch that stays in L2, folded there in C order and streamed to out: each bin sees its
-// updates in C order, as in the C-order fold. Float32 data, int64 indices.
-
-// Bins per range: 2^18 float32 bins, 1 MB, half of a core's L2 here.
-constexpr int kRangeShift = 18;
-constexpr int64_t kRangeBins = int64_t(1) << kRangeShift;
-
-struct Entry {
-  uint32_t at;  // the bin's offset in its range
-  float value;
-};
-constexpr int64_t kEntriesPerLine = 64 / int64_t(sizeof(Entry));
-
-struct Partition {
-  int64_t ranges = 0;
-  std::vector<int64_t> starts;  // range r's entries: [starts[r], starts[r + 1])
-  Entry* entries = nullptr;     // on huge pages: written once per call
-  Partition() = default;
-  Partition(const Partition&) = delete;
-  Partition& operator=(const Partition&) = delete;
-  ~Partition() { std::free(entries); }
-};
-
-// Counts each chunk's updates per range, checking each index, then writes them as entries,
-// each range's staged a cache line at a time and streamed whole (a line this chunk does not
-// fill from its start is written with plain stores: another chunk writes the rest).
-bool partition_updates(const int64_t* idx, const float* upd, int64_t n, int64_t bins, int threads,
-                       Partition& p) {
-  const int64_t ranges = p.ranges = (bins + kRangeBins - 1) >> kRangeShift;
-  const int64_t chunks = threads;
-  std::vector<int64_t> counts(size_t(chunks * ranges), 0);
-  int bad = 0;
-#pragma omp parallel for num_threads(threads) schedule(static, 1) reduction(| : bad)
-  for (int64_t k = 0; k < chunks; ++k) {
-    int64_t* c = counts.data() + k * ranges;
-    for (int64_t j = n * k / chunks; j < n * (k + 1) / chunks; ++j) {
-      const int64_t v = idx[j];
-      bad |= int(uint64_t(v) >= uint64_t(bins));
-      ++c[std::min<uint64_t>(uint64_t(v), uint64_t(bins - 1)) >> kRangeShift];
-    }
-  }
-  if (bad) return false;
-  p.starts.assign(size_t(ranges + 1), 0);
-  int64_t at = 0;
-  for (int64_t r = 0; r < ranges; ++r) {
-    p.starts[size_t(r)] = at;
-    for (int64_t k = 0; k < chunks; ++k) {
-      int64_t& c = counts[size_t(k * ranges + r)];
-      const int64_t here = c;
-      c = at;  // chunk k's next place in range r
-      at += here;
-    }
-  }
-  p.starts[size_t(ranges)] = at;
-  constexpr size_t kHuge = size_t(2) << 20;
-  const size_t bytes = (std::max<size_t>(size_t(n) * sizeof(Entry), 1) + kHuge - 1) / kHuge * kHuge;
-  p.entries = static_cast<Entry*>(std::aligned_alloc(kHuge, bytes));
-  if (!p.entries) throw std::bad_alloc();
-#ifdef MADV_HUGEPAGE
-  madvise(p.entries, bytes, MADV_HUGEPAGE);
-#endif
-  Entry* const entries = p.entries;
-#pragma omp parallel for num_threads(threads) schedule(static, 1)
-  for (int64_t k = 0; k < chunks; ++k) {
-    int64_t* next = counts.data() + k * ranges;
-    struct alignas(64) Line {
-      Entry e[kEntriesPerLine];
-    };
-    std::vector<Line> lines(static_cast<size_t>(ranges));
-    std::vector<uint8_t> first(static_cast<size_t>(ranges));  // this chunk's first slot
-    for (int64_t r = 0; r < ranges; ++r) first[size_t(r)] = uint8_t(next[r] % kEntriesPerLine);
-    for (int64_t j = n * k / chunks; j < n * (k + 1) / chunks; ++j) {
-      const int64_t a = idx[j], r = a >> kRangeShift;
-      const int64_t place = next[r]++, slot = place % kEntriesPerLine;
-      lines[size_t(r)].e[slot] = Entry{uint32_t(a & (kRangeBins - 1)), upd[j]};
-      if (slot != kEntriesPerLine - 1) continue;
-      Entry* const line = entries + (place - slot);
-      const int64_t from = first[size_t(r)];
-      if (from == 0)
-        sk::detail::stream_line(line, &lines[size_t(r)]);
-      else
-        std::memcpy(line + from, lines[size_t(r)].e + from,
-                    size_t(kEntriesPerLine - from) * sizeof(Entry));
-      first[size_t(r)] = 0;
-    }
-    for (int64_t r = 0; r < ranges; ++r) {
-      const int64_t end = next[r] % kEntriesPerLine, from = first[size_t(r)];
-      if (end > from)
-        std::memcpy(entries + (next[r] - end + from), lines[size_t(r)].e + from,
-                    size_t(end - from) * sizeof(Entry));
-    }
-    sk::detail::streaming_fence();
-  }
-  return true;
-}
-
-// out = data with each range's entries folded in, the threads splitting the ranges.
-void fold_ranges(const Partition& p, const float* data, float* out, int64_t bins, bool max,
-                 int threads) {
-#pragma omp parallel num_threads(threads)
-  {
-    std::vector<float> scratch(static_cast<size_t>(kRangeBins));
-    float* const s = scratch.data();
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < p.ranges; ++r) {
-      const int64_t b = r * kRangeBins, len = std::min(kRangeBins, bins - b);
-      std::memcpy(s, data + b, size_t(len) * sizeof(float));
-      const Entry* e = p.entries + p.starts[size_t(r)];
-      const Entry* const end = p.entries + p.starts[size_t(r + 1)];
-      if (max)
-        for (; e < end; ++e) s[e->at] = e->value > s[e->at] ? e->value : s[e->at];
-      else
-        for (; e < end; ++e) s[e->at] += e->value;
-      sk::detail::StreamWriter w(out + b);
-      w.write(s, size_t(len) * sizeof(float));
-      w.finish();
-    }
-  }
-}
-
-void H_partition(benchmark::State& state, int64_t bins) {
-  const std::vector<int64_t>& iv = indices(bins, Dist::kUniform).i64;
-  const std::vector<float>& uv = updates();
-  const int64_t n = int64_t(iv.size());
-  const int threads = sb::threads_arg(state);
-  for (auto _ : state) {
-    Partition p;
-    benchmark::DoNotOptimize(partition_updates(iv.data(), uv.data(), n, bins, threads, p));
-    benchmark::DoNotOptimize(p.entries);
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(state.iterations() * n * int64_t(sizeof(int64_t) + 2 * sizeof(float)));
-}
-
-// The partition of the uniform int64 indices of one table size, built on first use.
-const Partition& partition_of(int64_t bins) {
-  static std::map<int64_t, std::unique_ptr<Partition>> all;
-  std::unique_ptr<Partition>& p = all[bins];
-  if (!p) {
-    p = std::make_unique<Partition>();
-    const std::vector<int64_t>& iv = indices(bins, Dist::kUniform).i64;
-    partition_updates(iv.data(), updates().data(), int64_t(iv.size()), bins, 1, *p);
-  }
-  return *p;
-}
-
-void H_range_folds(benchmark::State& state, int64_t bins, Reduction r) {
-  Table& t = table(bins);
-  const Partition& p = partition_of(bins);
-  const int threads = sb::threads_arg(state);
-  for (auto _ : state) {
-    fold_ranges(p, t.data.data(), t.out.data(), bins, r == Reduction::kMax, threads);
-    benchmark::DoNotOptimize(t.out.data());
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(state.iterations() * 2 * t.bytes());
-}
-
 enum class StreamMode { kPlain, kPrefetchL1, kGather };
 
 const char* stream_mode_name(StreamMode m) {
@@ -545,14 +376,6 @@ bool register_all() {
     benchmark::RegisterBenchmark(("H_memcpy" + b).c_str(), H_memcpy, bins)->Apply(sb::thread_args);
     benchmark::RegisterBenchmark(("H_gather_targets" + b).c_str(), H_gather_targets, bins)
         ->Apply(sb::thread_args);
-    if (bins >= (int64_t(1) << 20)) {
-      benchmark::RegisterBenchmark(("H_partition" + b).c_str(), H_partition, bins)
-          ->Apply(sb::thread_args);
-      for (auto [r, rname] : {std::pair{Reduction::kSum, "sum"}, std::pair{Reduction::kMax, "max"}})
-        benchmark::RegisterBenchmark((std::string("H_range_folds/") + rname + b).c_str(),
-                                     H_range_folds, bins, r)
-            ->Apply(sb::thread_args);
-    }
     for (Loop l : {Loop::kSum, Loop::kMax})
       for (Dist d : {Dist::kUniform, Dist::kSkewed}) {
         const std::string name =

@@ -19,6 +19,7 @@
 #include "scatterkit/ops/elements/fold.hpp"
 #include "scatterkit/ops/elements/fused.hpp"
 #include "scatterkit/ops/elements/move.hpp"
+#include "scatterkit/ops/elements/ranges.hpp"
 #include "scatterkit/ops/elements/strategy.hpp"
 #include "scatterkit/ops/elements/walk.hpp"
 #include "scatterkit/reduction.hpp"
@@ -148,6 +149,17 @@ void fold_elements_of(const ElementsFold<KI>& f) {
         using Op = typename decltype(red)::type;
         if constexpr (has_histogram_kernels_v<Op, T>) {
           bool ok = true;
+          if (plan.strategy == S::kFoldByRanges) {
+            const RangeFold done =
+                fold_line_by_ranges<Op>(f.idx, upd, in, dst, layout.along, count, f.valid);
+            if (done == RangeFold::kConcentrated) {  // checked: fold in place instead
+              parallel_copy(dst, in, count * int64_t(sizeof(T)));
+              scatter_elements_reduce<Op>(S::kFoldInPlace, layout, f.idx, upd, dst,
+                                          f.use_init_val, bytes, f.copy);
+              return;
+            }
+            ok = done == RangeFold::kFolded;
+          }
           if (plan.strategy == S::kFusedFold)
             ok = reduce_via_scratch<Op>(layout, f.idx, upd, in, dst, count, f.use_init_val, f.valid,
                                         bytes, f.discard_out_on_error);
@@ -218,7 +230,8 @@ void scatter_elements_update_for_index(const TensorRef& data, const I* raw, cons
   // others run after a validation pass, and from then on nothing throws but allocation.
   const bool checks_as_it_folds =
       plan.strategy == S::kExactTable || plan.strategy == S::kExactCompact ||
-      plan.strategy == S::kFusedFold || plan.strategy == S::kFusedFoldInParts;
+      plan.strategy == S::kFusedFold || plan.strategy == S::kFusedFoldInParts ||
+      plan.strategy == S::kFoldByRanges;
   const IndexRange valid{options.allow_negative_indices && std::is_signed_v<I> ? -size : 0, size};
   CopyFirst copy{static_cast<char*>(out), nullptr, data.itemsize};
   if (!checks_as_it_folds) {

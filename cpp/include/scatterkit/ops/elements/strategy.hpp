@@ -1,7 +1,7 @@
 // How ScatterElementsUpdate runs a call: choose_elements_strategy picks one strategy from the
 // layout of the call and the traits of its reduction, in one place, with the thresholds it
 // compares against. Each strategy lives in a header of its own beside this one (move.hpp,
-// fold.hpp, fused.hpp, exact.hpp); elements_strategy lets tests ask which one a call takes.
+// fold.hpp, fused.hpp, ranges.hpp, exact.hpp); elements_strategy lets tests ask which one a call takes.
 // bench/README.md ("Kernel choices") has the measurements behind the thresholds.
 #pragma once
 
@@ -28,6 +28,7 @@ enum class ElementsStrategy {
   kFoldSorted,        // few updates on a long axis, sorted by target (fold.hpp)
   kFusedFold,         // validation fused into a fold on a scratch copy (fused.hpp)
   kFusedFoldInParts,  // the same, each line split between threads (fused.hpp)
+  kFoldByRanges,      // a 1-D table past the cache, its updates written out by range (ranges.hpp)
   kExactTable,        // exact sum or mean in tables of double slots (exact.hpp)
   kExactCompact,      // exact sum or mean in tables over the targeted elements (exact.hpp)
 };
@@ -41,6 +42,7 @@ inline const char* strategy_name(ElementsStrategy s) {
     case ElementsStrategy::kFoldSorted: return "fold sorted";
     case ElementsStrategy::kFusedFold: return "fused fold";
     case ElementsStrategy::kFusedFoldInParts: return "fused fold in parts";
+    case ElementsStrategy::kFoldByRanges: return "fold by ranges";
     case ElementsStrategy::kExactTable: return "exact table";
     case ElementsStrategy::kExactCompact: return "exact compact";
   }
@@ -166,6 +168,25 @@ inline bool fused_validation_pays(int64_t data_bytes, int64_t index_bytes) {
   return 4 * data_bytes <= index_bytes;
 }
 
+// Table bytes from which a one-line fold goes by ranges: past the last-level cache of a small
+// machine. Below it the targets' misses are cheap enough that writing the updates out costs
+// more than it saves (bench/README.md, Kernel choices).
+constexpr int64_t kRangeFoldMinBytes = int64_t(16) << 20;
+
+// Table elements per update past which the copy of the table dominates: the plain copy then
+// the in-place fold is faster than copying through the ranges' scratch.
+constexpr int64_t kRangeFoldMaxElementsPerUpdate = 64;
+
+// Whether a call with layout l folds by ranges (fold_line_by_ranges, ranges.hpp): on one
+// thread it is no faster than the in-place fold, whose float sums it parallelizes.
+inline bool range_fold_pays(const ElementsLayout& l, int64_t table_bytes, int64_t updates,
+                            int64_t bytes) {
+  return l.outer == 1 && l.inner == 1 && l.axis_stride == 1 && l.inner_offset.empty() &&
+         l.outer_offset.empty() && table_bytes >= kRangeFoldMinBytes &&
+         updates * kRangeFoldMaxElementsPerUpdate >= l.axis_size &&
+         threads_for(updates, bytes) > 1;
+}
+
 // Into how many parts the fused fold splits each line: only when there are fewer lines than
 // threads (else whole lines keep every thread busy), and only as far as the extra tables
 // stay small next to the indices.
@@ -196,6 +217,12 @@ inline ElementsPlan choose_elements_strategy(const ElementsLayout& l, const Elem
     return plan;
   }
   const int64_t data_bytes = c.data_count * c.itemsize, index_bytes = c.updates * c.index_size;
+  // Without use_init_val a range could not tell its untouched bins from those it folded.
+  if (c.reduction != Reduction::kNone && c.histogram_kernels && c.use_init_val &&
+      range_fold_pays(l, data_bytes, c.updates, c.bytes())) {
+    plan.strategy = S::kFoldByRanges;
+    return plan;
+  }
   const bool fuse = c.reduction != Reduction::kNone && c.updates > 0 &&
                     fused_validation_pays(data_bytes, index_bytes);
   if (fuse && c.histogram_kernels) {

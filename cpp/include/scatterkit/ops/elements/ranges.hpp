@@ -1,0 +1,176 @@
+// ScatterElementsUpdate's fold of a 1-D histogram whose table is larger than the last-level
+// cache. Reaching each target at random costs a miss to memory per update, and a float sum
+// folded in place cannot be split between threads without changing its bits. So the updates
+// are first written out, stably, by range of bins, and then each range is copied from data
+// into a scratch that stays in cache, folded there in C order and streamed to out:
+//
+// - each bin sees its updates in C order, so the bits are those of the C-order fold at any
+//   thread count;
+// - the threads split both passes (the updates to write out, then the ranges to fold);
+// - the first pass checks every index before out is written, so a bad one leaves it untouched.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <vector>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+#include "scatterkit/copy.hpp"
+#include "scatterkit/index.hpp"
+#include "scatterkit/ops/elements/walk.hpp"
+#include "scatterkit/parallel.hpp"
+#include "scatterkit/reduction.hpp"
+
+namespace scatterkit {
+namespace detail {
+inline namespace SCATTERKIT_KERNELS {
+
+// Ranges a table is cut into. With a few hundred ranges and more the write of each update to
+// its range is fast; with fewer, consecutive updates often hit the same range's count and the
+// writes slow down several times (bench/README.md).
+constexpr int kRangeFoldRangesLog2 = 10;
+
+// A range's bytes: at least a page, at most twice a core's L2 (a range folds from L3 well).
+constexpr int64_t kRangeMinBytes = int64_t(4) << 10;
+constexpr int64_t kRangeMaxBytes = int64_t(1) << 20;
+
+// log2 of a range's bins for a table of `size` elements of `itemsize` bytes.
+inline int range_shift(int64_t size, int64_t itemsize) {
+  int log2_size = 0;
+  while ((int64_t(1) << log2_size) < size) ++log2_size;
+  int lo = 0, hi = 0;
+  while ((itemsize << (lo + 1)) <= kRangeMinBytes) ++lo;
+  while ((itemsize << (hi + 1)) <= kRangeMaxBytes) ++hi;
+  return std::clamp(log2_size - kRangeFoldRangesLog2, lo, hi);
+}
+
+// One update written out to its range: the bin's offset in the range and the value.
+template <class T>
+struct RangeEntry {
+  uint32_t at;
+  T value;
+};
+
+// An array of n elements, on transparent huge pages where the system gives them on request
+// (Linux's "madvise" mode): each range's entries are written at random among a thousand
+// places, which with 4 KB pages would miss the TLB as well.
+template <class E>
+class HugePageArray {
+ public:
+  explicit HugePageArray(int64_t n) {
+    constexpr size_t kHuge = size_t(2) << 20;
+    const size_t bytes = std::max<size_t>(size_t(n) * sizeof(E), 1);
+    ptr_ = static_cast<E*>(std::aligned_alloc(kHuge, (bytes + kHuge - 1) / kHuge * kHuge));
+    if (!ptr_) throw std::bad_alloc();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    madvise(ptr_, bytes, MADV_HUGEPAGE);  // advice only: without huge pages it still works
+#endif
+  }
+  ~HugePageArray() { std::free(ptr_); }
+  HugePageArray(const HugePageArray&) = delete;
+  HugePageArray& operator=(const HugePageArray&) = delete;
+  E* get() const { return ptr_; }
+
+ private:
+  E* ptr_ = nullptr;
+};
+
+// A range holding this many times its share of the updates makes the call concentrated: its
+// hot bins stay in cache for the in-place fold, which then beats writing the updates out
+// (half of the updates on 1% of the bins: 1.2-1.4x slower by ranges, bench/README.md).
+constexpr int64_t kRangeFoldMaxShare = 8;
+
+enum class RangeFold { kFolded, kBadIndex, kConcentrated };
+
+// The bin of index v in a table of `size` (negative indices wrap); false if `valid` rejects v.
+template <class KI>
+SCATTERKIT_ALWAYS_INLINE bool range_fold_bin(KI v, int64_t size, IndexRange valid, int64_t& a) {
+  a = int64_t(v);
+  if (__builtin_expect(uint64_t(a) < uint64_t(size), 1)) return true;
+  if (!valid(v)) return false;
+  a = wrap_index(v, size);
+  return true;
+}
+
+// out = data with the n updates of one contiguous line folded in by Op, in C order, going by
+// ranges of bins (see the top of this file). Out is untouched unless it returns kFolded: on a
+// bad index, and on updates too concentrated to pay (the caller then folds in place).
+template <class Op, class T, class KI>
+RangeFold fold_line_by_ranges(const KI* idx, const T* upd, const T* data, T* out, int64_t n,
+                         int64_t size, IndexRange valid) {
+  using Entry = RangeEntry<T>;
+  const int shift = range_shift(size, int64_t(sizeof(T)));
+  const int64_t range_bins = int64_t(1) << shift, ranges = ((size - 1) >> shift) + 1;
+  const int64_t table_bytes = size * int64_t(sizeof(T));
+  const int64_t input_bytes = n * int64_t(sizeof(KI) + sizeof(T) + sizeof(Entry));
+  // One part of the updates per thread, in C order: part k's entries of a range follow part
+  // k - 1's, so every range's entries are in C order whatever the thread count.
+  const int64_t parts = threads_for(n, input_bytes);
+  std::vector<int64_t> next(size_t(parts * ranges), 0);  // part k's counts, then places
+  std::atomic<bool> bad{false};
+  parallel_for(parts, input_bytes, [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) {
+      int64_t* count = next.data() + k * ranges;
+      for (int64_t j = n * k / parts, end = n * (k + 1) / parts; j < end; ++j) {
+        int64_t a;
+        if (!range_fold_bin(idx[j], size, valid, a)) {
+          bad.store(true, std::memory_order_relaxed);
+          return;
+        }
+        ++count[a >> shift];
+      }
+    }
+  });
+  if (bad.load()) return RangeFold::kBadIndex;
+  std::vector<int64_t> start(size_t(ranges + 1));
+  int64_t place = 0, most = 0;
+  for (int64_t r = 0; r < ranges; ++r) {
+    start[size_t(r)] = place;
+    for (int64_t k = 0; k < parts; ++k) {
+      int64_t& c = next[size_t(k * ranges + r)];
+      const int64_t count = c;
+      c = place;
+      place += count;
+    }
+    most = std::max(most, place - start[size_t(r)]);
+  }
+  if (most * ranges > kRangeFoldMaxShare * n) return RangeFold::kConcentrated;
+  start[size_t(ranges)] = place;
+  const HugePageArray<Entry> entries(n);
+  Entry* const e = entries.get();
+  parallel_for(parts, input_bytes, [&](int64_t k0, int64_t k1) {
+    for (int64_t k = k0; k < k1; ++k) {
+      int64_t* at = next.data() + k * ranges;
+      for (int64_t j = n * k / parts, end = n * (k + 1) / parts; j < end; ++j) {
+        const int64_t a = wrap_index(idx[j], size);  // checked above
+        e[at[a >> shift]++] = Entry{uint32_t(a & (range_bins - 1)), upd[j]};
+      }
+    }
+  });
+  const bool streaming = use_streaming_stores(table_bytes);
+  parallel_for(ranges, 2 * table_bytes + input_bytes, [&](int64_t r0, int64_t r1) {
+    const std::unique_ptr<T[]> scratch(new T[size_t(range_bins)]);
+    T* const s = scratch.get();
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t b = r << shift, len = std::min(range_bins, size - b);
+      std::memcpy(s, data + b, size_t(len) * sizeof(T));
+      for (const Entry *p = e + start[size_t(r)], *end = e + start[size_t(r + 1)]; p < end; ++p)
+        s[p->at] = fold_into_storage<Op>(s[p->at], p->value);
+      with_writer(streaming, out + b,
+                  [&](auto& writer) { writer.write(s, size_t(len) * sizeof(T)); });
+    }
+  });
+  return RangeFold::kFolded;
+}
+
+}  // namespace SCATTERKIT_KERNELS
+}  // namespace detail
+}  // namespace scatterkit

@@ -1,0 +1,125 @@
+"""The fold by ranges: a 1-D histogram whose table is past the cache (16 MB and more).
+
+On two threads and more its updates are written out by range of bins before each range is
+folded in cache (cpp/include/scatterkit/ops/elements/ranges.hpp); updates concentrated on a
+few ranges fold in place instead. Either way it must give the bits of the C-order fold
+(``ufunc.at`` walks its indices in order) at any thread count, wrap negative indices, and
+leave ``out`` untouched when an index is bad, which it finds before writing anything.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import assert_same
+from reference import ref_scatter_elements_update
+
+import scatterkit as sk
+
+# Past the strategy's 16 MB in float32, and not a whole number of ranges.
+BINS = (1 << 22) + 1001
+UPDATES = 400_000
+THREADS = (1, 2, 3)
+
+
+@pytest.fixture(autouse=True)
+def restore_threads():
+    before = sk.get_num_threads()
+    yield
+    sk.set_num_threads(before)
+
+
+def histogram_inputs(bins: int, n: int, dtype, hot: bool = False, seed: int = 5):
+    """Data, indices and updates; some indices negative, and many updates per target bin.
+
+    Spread: the targets are 4,096 bins a fixed step apart, so every range gets its share.
+    Hot: half of the updates on 64 bins, which the fold declines: it folds in place instead.
+    """
+    rng = np.random.default_rng(seed)
+    step = bins // 4096
+    indices = rng.integers(0, 4096, n) * step + rng.integers(0, 3, n)
+    if hot:
+        indices[::2] = rng.integers(0, 64, (n + 1) // 2)
+    negative = rng.random(n) < 0.1
+    indices[negative] -= bins
+    data = rng.normal(0.0, 100.0, bins).astype(dtype)
+    updates = rng.normal(0.0, 100.0, n).astype(dtype)
+    return data, indices, updates
+
+
+def at_every_thread_count(call):
+    """``call()`` at 1, 2 and 3 threads; asserts the results agree bit for bit."""
+    results = []
+    for threads in THREADS:
+        sk.set_num_threads(threads)
+        results.append(call())
+    for r in results[1:]:
+        assert_same(r, results[0])
+    return results[0]
+
+
+@pytest.mark.parametrize("hot", [False, True], ids=["spread", "hot"])
+@pytest.mark.parametrize("index_dtype", [np.int64, np.int32])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_sums_have_the_bits_of_the_c_order_fold(dtype, index_dtype, hot):
+    bins = BINS if dtype == np.float32 else BINS // 2  # both 16 MB and more
+    data, indices, updates = histogram_inputs(bins, UPDATES, dtype, hot)
+    indices = indices.astype(index_dtype)
+    result = at_every_thread_count(
+        lambda: sk.scatter_elements_update(data, indices, updates, 0, reduction="sum")
+    )
+    expected = data.copy()
+    np.add.at(expected, indices, updates)  # C order, in the data's type
+    assert_same(result, expected)
+
+
+@pytest.mark.parametrize("reduction", ["max", "min"])
+def test_min_and_max_keep_the_oracles_nans_and_signed_zeros(reduction):
+    # Few updates, for the pure-Python oracle: still one per 64 bins, so this call goes by ranges.
+    n = BINS // 60
+    data, indices, updates = histogram_inputs(BINS, n, np.float32, seed=8)
+    data[:64] = 0.0
+    updates[::7] = np.nan
+    updates[1::11] = -0.0
+    data[100:200] = np.nan
+    result = at_every_thread_count(
+        lambda: sk.scatter_elements_update(data, indices, updates, 0, reduction=reduction)
+    )
+    assert_same(result, ref_scatter_elements_update(data, indices, updates, 0, reduction))
+
+
+def test_integer_sums_wrap_as_numpy_does():
+    data, indices, _ = histogram_inputs(BINS, UPDATES, np.float32)
+    data = np.full(BINS, 2**31 - 5, np.int32)
+    updates = np.arange(UPDATES, dtype=np.int32)
+    result = at_every_thread_count(
+        lambda: sk.scatter_elements_update(data, indices, updates, 0, reduction="sum")
+    )
+    expected = data.copy()
+    np.add.at(expected, indices, updates)
+    assert_same(result, expected)
+
+
+def test_out_and_in_place_give_the_returned_bits():
+    data, indices, updates = histogram_inputs(BINS, UPDATES, np.float32)
+    returned = sk.scatter_elements_update(data, indices, updates, 0, reduction="sum")
+    out = np.empty_like(data)
+    assert sk.scatter_elements_update(data, indices, updates, 0, reduction="sum", out=out) is out
+    assert_same(out, returned)
+    in_place = data.copy()
+    sk.scatter_elements_update(in_place, indices, updates, 0, reduction="sum", out=in_place)
+    assert_same(in_place, returned)
+
+
+@pytest.mark.parametrize("bad", [BINS, -BINS - 1])
+def test_a_bad_index_anywhere_leaves_out_untouched(bad):
+    data, indices, updates = histogram_inputs(BINS, UPDATES, np.float32)
+    indices[UPDATES - 3] = bad  # late: the other updates would already be folded
+    for out_is_data in (False, True):
+        out = data.copy() if out_is_data else np.full_like(data, 7.0)
+        before = out.copy()
+        with pytest.raises(IndexError, match=str(bad)):
+            sk.scatter_elements_update(
+                out if out_is_data else data, indices, updates, 0, reduction="sum", out=out
+            )
+        assert_same(out, before)
