@@ -101,6 +101,7 @@ def test_integer_sums_wrap_as_numpy_does():
 
 
 def test_out_and_in_place_give_the_returned_bits():
+    sk.set_num_threads(2)
     data, indices, updates = histogram_inputs(BINS, UPDATES, np.float32)
     returned = sk.scatter_elements_update(data, indices, updates, 0, reduction="sum")
     out = np.empty_like(data)
@@ -111,9 +112,11 @@ def test_out_and_in_place_give_the_returned_bits():
     assert_same(in_place, returned)
 
 
+@pytest.mark.parametrize("hot", [False, True], ids=["spread", "hot"])
 @pytest.mark.parametrize("bad", [BINS, -BINS - 1])
-def test_a_bad_index_anywhere_leaves_out_untouched(bad):
-    data, indices, updates = histogram_inputs(BINS, UPDATES, np.float32)
+def test_a_bad_index_anywhere_leaves_out_untouched(bad, hot):
+    sk.set_num_threads(2)
+    data, indices, updates = histogram_inputs(BINS, UPDATES, np.float32, hot)
     indices[UPDATES - 3] = bad  # late: the other updates would already be folded
     for out_is_data in (False, True):
         out = data.copy() if out_is_data else np.full_like(data, 7.0)

@@ -152,10 +152,11 @@ void fold_elements_of(const ElementsFold<KI>& f) {
           if (plan.strategy == S::kFoldByRanges) {
             const RangeFold done =
                 fold_line_by_ranges<Op>(f.idx, upd, in, dst, layout.along, count, f.valid);
-            if (done == RangeFold::kConcentrated) {  // checked: fold in place instead
+            if (done == RangeFold::kConcentrated) {  // fold in place instead
+              f.validate();
               parallel_copy(dst, in, count * int64_t(sizeof(T)));
-              scatter_elements_reduce<Op>(S::kFoldInPlace, layout, f.idx, upd, dst,
-                                          f.use_init_val, bytes, f.copy);
+              scatter_elements_reduce<Op>(S::kFoldInPlace, layout, f.idx, upd, dst, f.use_init_val,
+                                          bytes, f.copy);
               return;
             }
             ok = done == RangeFold::kFolded;

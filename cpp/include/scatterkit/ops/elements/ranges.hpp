@@ -90,6 +90,24 @@ constexpr int64_t kRangeFoldMaxShare = 8;
 
 enum class RangeFold { kFolded, kBadIndex, kConcentrated };
 
+// Indices sampled, evenly spaced, to find concentrated updates before counting them all.
+constexpr int64_t kRangeFoldSamples = 4096;
+
+// Whether some range holds more than kRangeFoldMaxShare times its share of a sample of the
+// indices (bad ones left out: the count finds them).
+template <class KI>
+bool sample_is_concentrated(const KI* idx, int64_t n, int64_t size, IndexRange valid, int shift,
+                            int64_t ranges) {
+  const int64_t samples = std::min(n, kRangeFoldSamples);
+  std::vector<int32_t> count(size_t(ranges), 0);
+  int32_t most = 0;
+  for (int64_t s = 0; s < samples; ++s) {
+    const KI v = idx[s * n / samples];
+    if (valid(v)) most = std::max(most, ++count[size_t(wrap_index(v, size) >> shift)]);
+  }
+  return most * ranges > kRangeFoldMaxShare * samples;
+}
+
 // The bin of index v in a table of `size` (negative indices wrap); false if `valid` rejects v.
 template <class KI>
 SCATTERKIT_ALWAYS_INLINE bool range_fold_bin(KI v, int64_t size, IndexRange valid, int64_t& a) {
@@ -102,10 +120,11 @@ SCATTERKIT_ALWAYS_INLINE bool range_fold_bin(KI v, int64_t size, IndexRange vali
 
 // out = data with the n updates of one contiguous line folded in by Op, in C order, going by
 // ranges of bins (see the top of this file). Out is untouched unless it returns kFolded: on a
-// bad index, and on updates too concentrated to pay (the caller then folds in place).
+// bad index, and on updates too concentrated to pay (the caller then folds in place; the
+// indices may not have been checked).
 template <class Op, class T, class KI>
 RangeFold fold_line_by_ranges(const KI* idx, const T* upd, const T* data, T* out, int64_t n,
-                         int64_t size, IndexRange valid) {
+                              int64_t size, IndexRange valid) {
   using Entry = RangeEntry<T>;
   const int shift = range_shift(size, int64_t(sizeof(T)));
   const int64_t range_bins = int64_t(1) << shift, ranges = ((size - 1) >> shift) + 1;
@@ -113,6 +132,7 @@ RangeFold fold_line_by_ranges(const KI* idx, const T* upd, const T* data, T* out
   const int64_t input_bytes = n * int64_t(sizeof(KI) + sizeof(T) + sizeof(Entry));
   // One part of the updates per thread, in C order: part k's entries of a range follow part
   // k - 1's, so every range's entries are in C order whatever the thread count.
+  if (sample_is_concentrated(idx, n, size, valid, shift, ranges)) return RangeFold::kConcentrated;
   const int64_t parts = threads_for(n, input_bytes);
   std::vector<int64_t> next(size_t(parts * ranges), 0);  // part k's counts, then places
   std::atomic<bool> bad{false};
@@ -142,6 +162,7 @@ RangeFold fold_line_by_ranges(const KI* idx, const T* upd, const T* data, T* out
     }
     most = std::max(most, place - start[size_t(r)]);
   }
+  // Concentrated updates the sample missed.
   if (most * ranges > kRangeFoldMaxShare * n) return RangeFold::kConcentrated;
   start[size_t(ranges)] = place;
   const HugePageArray<Entry> entries(n);

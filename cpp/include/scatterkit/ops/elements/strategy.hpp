@@ -1,8 +1,8 @@
 // How ScatterElementsUpdate runs a call: choose_elements_strategy picks one strategy from the
 // layout of the call and the traits of its reduction, in one place, with the thresholds it
 // compares against. Each strategy lives in a header of its own beside this one (move.hpp,
-// fold.hpp, fused.hpp, ranges.hpp, exact.hpp); elements_strategy lets tests ask which one a call takes.
-// bench/README.md ("Kernel choices") has the measurements behind the thresholds.
+// fold.hpp, fused.hpp, ranges.hpp, exact.hpp); elements_strategy lets tests ask which one a call
+// takes. bench/README.md ("Kernel choices") has the measurements behind the thresholds.
 #pragma once
 
 #include <algorithm>
@@ -183,8 +183,7 @@ inline bool range_fold_pays(const ElementsLayout& l, int64_t table_bytes, int64_
                             int64_t bytes) {
   return l.outer == 1 && l.inner == 1 && l.axis_stride == 1 && l.inner_offset.empty() &&
          l.outer_offset.empty() && table_bytes >= kRangeFoldMinBytes &&
-         updates * kRangeFoldMaxElementsPerUpdate >= l.axis_size &&
-         threads_for(updates, bytes) > 1;
+         updates * kRangeFoldMaxElementsPerUpdate >= l.axis_size && threads_for(updates, bytes) > 1;
 }
 
 // Into how many parts the fused fold splits each line: only when there are fewer lines than
