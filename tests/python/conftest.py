@@ -207,6 +207,20 @@ def rng() -> np.random.Generator:
     return np.random.default_rng(20240607)
 
 
+def same_at_thread_counts(call, same, counts=(1, 2, 3)):
+    """``call()`` at each of `counts` threads in turn; ``same(result, first)`` checks each
+    against the first, which it returns (``restore_num_threads`` puts the count back)."""
+    import scatterkit as sk
+
+    results = []
+    for n in counts:
+        sk.set_num_threads(n)
+        results.append(call())
+    for r in results[1:]:
+        same(r, results[0])
+    return results[0]
+
+
 @pytest.fixture(autouse=True)
 def restore_num_threads():
     """Puts the thread count back as it was, whatever the test did with it."""

@@ -28,6 +28,7 @@ from conftest import (
     INT_DTYPES,
     assert_unchanged,
     dtype_id,
+    same_at_thread_counts,
     snapshot,
 )
 from hypothesis import given, settings
@@ -1142,13 +1143,7 @@ def _grid_values(rng, n, dtype):
 
 
 def _per_thread_count(call, counts=(1, 2, 3)):
-    results = []
-    for n in counts:
-        sk.set_num_threads(n)
-        results.append(call())
-    for r in results[1:]:
-        same_bits(r, results[0])
-    return results[0]
+    return same_at_thread_counts(call, same_bits, counts)
 
 
 @pytest.mark.parametrize("dtype", [F32, F64, F16], ids=dtype_id)

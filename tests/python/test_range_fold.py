@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import assert_same
+from conftest import assert_same, same_at_thread_counts
 from reference import ref_scatter_elements_update
 
 import scatterkit as sk
@@ -19,14 +19,6 @@ import scatterkit as sk
 # Past the strategy's 16 MB in float32, and not a whole number of ranges.
 BINS = (1 << 22) + 1001
 UPDATES = 400_000
-THREADS = (1, 2, 3)
-
-
-@pytest.fixture(autouse=True)
-def restore_threads():
-    before = sk.get_num_threads()
-    yield
-    sk.set_num_threads(before)
 
 
 def histogram_inputs(bins: int, n: int, dtype, hot: bool = False, seed: int = 5):
@@ -49,13 +41,7 @@ def histogram_inputs(bins: int, n: int, dtype, hot: bool = False, seed: int = 5)
 
 def at_every_thread_count(call):
     """``call()`` at 1, 2 and 3 threads; asserts the results agree bit for bit."""
-    results = []
-    for threads in THREADS:
-        sk.set_num_threads(threads)
-        results.append(call())
-    for r in results[1:]:
-        assert_same(r, results[0])
-    return results[0]
+    return same_at_thread_counts(call, assert_same)
 
 
 @pytest.mark.parametrize("hot", [False, True], ids=["spread", "hot"])

@@ -85,7 +85,7 @@ class HugePageArray {
 
 // A range holding this many times its share of the updates makes the call concentrated: its
 // hot bins stay in cache for the in-place fold, which then beats writing the updates out
-// (half of the updates on 1% of the bins: 1.2-1.4x slower by ranges, bench/README.md).
+// (half of the updates on 1% of the bins: 1.1-1.4x slower by ranges, bench/README.md).
 constexpr int64_t kRangeFoldMaxShare = 8;
 
 enum class RangeFold { kFolded, kBadIndex, kConcentrated };
@@ -130,9 +130,9 @@ RangeFold fold_line_by_ranges(const KI* idx, const T* upd, const T* data, T* out
   const int64_t range_bins = int64_t(1) << shift, ranges = ((size - 1) >> shift) + 1;
   const int64_t table_bytes = size * int64_t(sizeof(T));
   const int64_t input_bytes = n * int64_t(sizeof(KI) + sizeof(T) + sizeof(Entry));
+  if (sample_is_concentrated(idx, n, size, valid, shift, ranges)) return RangeFold::kConcentrated;
   // One part of the updates per thread, in C order: part k's entries of a range follow part
   // k - 1's, so every range's entries are in C order whatever the thread count.
-  if (sample_is_concentrated(idx, n, size, valid, shift, ranges)) return RangeFold::kConcentrated;
   const int64_t parts = threads_for(n, input_bytes);
   std::vector<int64_t> next(size_t(parts * ranges), 0);  // part k's counts, then places
   std::atomic<bool> bad{false};
