@@ -64,14 +64,38 @@ def test_min_and_max_keep_the_oracles_nans_and_signed_zeros(reduction):
     # Few updates, for the pure-Python oracle: still one per 64 bins, so this call goes by ranges.
     n = BINS // 60
     data, indices, updates = histogram_inputs(BINS, n, np.float32, seed=8)
-    data[:64] = 0.0
+    step = BINS // 4096  # the targets' spacing (histogram_inputs)
+    data[: 64 * step : step] = 0.0
+    data[1 : 200 * step : step] = np.nan
     updates[::7] = np.nan
     updates[1::11] = -0.0
-    data[100:200] = np.nan
     result = at_every_thread_count(
         lambda: sk.scatter_elements_update(data, indices, updates, 0, reduction=reduction)
     )
     assert_same(result, ref_scatter_elements_update(data, indices, updates, 0, reduction))
+
+
+def test_exact_max_gives_one_thread_bits():
+    # 1 thread folds in place, 2 and 3 by ranges: exact max orders -0 below +0 either way.
+    data, indices, updates = histogram_inputs(BINS, UPDATES, np.float32)
+    updates[::5] = -0.0
+    updates[1::5] = 0.0
+    data[::3] = -0.0
+    at_every_thread_count(
+        lambda: sk.scatter_elements_update(data, indices, updates, 0, reduction="max", exact=True)
+    )
+
+
+def test_integer_products_wrap_as_numpy_does():
+    data, indices, _ = histogram_inputs(BINS // 2, UPDATES, np.float64)
+    data = np.full(BINS // 2, 3, np.int64)
+    updates = np.arange(1, UPDATES + 1, dtype=np.int64) % 7 + 1
+    result = at_every_thread_count(
+        lambda: sk.scatter_elements_update(data, indices, updates, 0, reduction="prod")
+    )
+    expected = data.copy()
+    np.multiply.at(expected, indices, updates)
+    assert_same(result, expected)
 
 
 def test_integer_sums_wrap_as_numpy_does():
