@@ -86,27 +86,21 @@ def test_exact_max_gives_one_thread_bits():
     )
 
 
-def test_integer_products_wrap_as_numpy_does():
-    data, indices, _ = histogram_inputs(BINS // 2, UPDATES, np.float64)
-    data = np.full(BINS // 2, 3, np.int64)
-    updates = np.arange(1, UPDATES + 1, dtype=np.int64) % 7 + 1
+@pytest.mark.parametrize(
+    "dtype, reduction, ufunc, start",
+    [(np.int32, "sum", np.add, 2**31 - 5), (np.int64, "prod", np.multiply, 3)],
+    ids=["int32-sum", "int64-prod"],
+)
+def test_integer_folds_wrap_as_numpy_does(dtype, reduction, ufunc, start):
+    bins = BINS * 4 // np.dtype(dtype).itemsize  # 16 MB and more
+    _, indices, _ = histogram_inputs(bins, UPDATES, np.float32)
+    data = np.full(bins, start, dtype)
+    updates = (np.arange(UPDATES) % 7 + 1).astype(dtype)
     result = at_every_thread_count(
-        lambda: sk.scatter_elements_update(data, indices, updates, 0, reduction="prod")
+        lambda: sk.scatter_elements_update(data, indices, updates, 0, reduction=reduction)
     )
     expected = data.copy()
-    np.multiply.at(expected, indices, updates)
-    assert_same(result, expected)
-
-
-def test_integer_sums_wrap_as_numpy_does():
-    data, indices, _ = histogram_inputs(BINS, UPDATES, np.float32)
-    data = np.full(BINS, 2**31 - 5, np.int32)
-    updates = np.arange(UPDATES, dtype=np.int32)
-    result = at_every_thread_count(
-        lambda: sk.scatter_elements_update(data, indices, updates, 0, reduction="sum")
-    )
-    expected = data.copy()
-    np.add.at(expected, indices, updates)
+    ufunc.at(expected, indices, updates)
     assert_same(result, expected)
 
 

@@ -90,6 +90,11 @@ constexpr int64_t kRangeFoldMaxShare = 8;
 
 enum class RangeFold { kFolded, kBadIndex, kConcentrated };
 
+// Whether `most` of `total` updates in one of `ranges` ranges is past kRangeFoldMaxShare shares.
+inline bool is_concentrated(int64_t most, int64_t total, int64_t ranges) {
+  return most * ranges > kRangeFoldMaxShare * total;
+}
+
 // Indices sampled, evenly spaced, to find concentrated updates before counting them all.
 constexpr int64_t kRangeFoldSamples = 4096;
 
@@ -105,7 +110,7 @@ bool sample_is_concentrated(const KI* idx, int64_t n, int64_t size, IndexRange v
     const KI v = idx[s * n / samples];
     if (valid(v)) most = std::max(most, ++count[size_t(wrap_index(v, size) >> shift)]);
   }
-  return most * ranges > kRangeFoldMaxShare * samples;
+  return is_concentrated(most, samples, ranges);
 }
 
 // The bin of index v in a table of `size` (negative indices wrap); false if `valid` rejects v.
@@ -163,7 +168,7 @@ RangeFold fold_line_by_ranges(const KI* idx, const T* upd, const T* data, T* out
     most = std::max(most, place - start[size_t(r)]);
   }
   // Concentrated updates the sample missed.
-  if (most * ranges > kRangeFoldMaxShare * n) return RangeFold::kConcentrated;
+  if (is_concentrated(most, n, ranges)) return RangeFold::kConcentrated;
   start[size_t(ranges)] = place;
   const HugePageArray<Entry> entries(n);
   Entry* const e = entries.get();
