@@ -100,7 +100,7 @@ const std::vector<Case>& cases() {
        true,
        false,
        1,
-       S::kFoldInPlace},
+       S::kFoldByRanges},
       {"sum_histogram_past_the_cache_no_init",
        {int64_t(1) << 22},
        {int64_t(1) << 16},

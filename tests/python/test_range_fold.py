@@ -1,8 +1,8 @@
 """The fold by ranges: a 1-D histogram whose table is past the cache (16 MB and more).
 
-On two threads and more its updates are written out by range of bins before each range is
-folded in cache (cpp/include/scatterkit/ops/elements/ranges.hpp); updates concentrated on a
-few ranges fold in place instead. Either way it must give the bits of the C-order fold
+Its updates are written out by range of bins before each range is folded in cache
+(cpp/include/scatterkit/ops/elements/ranges.hpp); on one thread, updates concentrated on a few
+ranges fold in place instead. Either way it must give the bits of the C-order fold
 (``ufunc.at`` walks its indices in order) at any thread count, wrap negative indices, and
 leave ``out`` untouched when an index is bad, which it finds before writing anything.
 """
@@ -25,7 +25,7 @@ def histogram_inputs(bins: int, n: int, dtype, hot: bool = False, seed: int = 5)
     """Data, indices and updates; some indices negative, and many updates per target bin.
 
     Spread: the targets are 4,096 bins a fixed step apart, so every range gets its share.
-    Hot: half of the updates on 64 bins, which the fold declines: it folds in place instead.
+    Hot: half of the updates on 64 bins, which one thread folds in place instead.
     """
     rng = np.random.default_rng(seed)
     step = bins // 4096
@@ -76,7 +76,7 @@ def test_min_and_max_keep_the_oracles_nans_and_signed_zeros(reduction):
 
 
 def test_exact_max_gives_one_thread_bits():
-    # 1 thread folds in place, 2 and 3 by ranges: exact max orders -0 below +0 either way.
+    # Exact max orders -0 below +0, so the parts' merge order cannot show in the bits.
     data, indices, updates = histogram_inputs(BINS, UPDATES, np.float32)
     updates[::5] = -0.0
     updates[1::5] = 0.0
@@ -116,10 +116,11 @@ def test_out_and_in_place_give_the_returned_bits():
     assert_same(in_place, returned)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("hot", [False, True], ids=["spread", "hot"])
 @pytest.mark.parametrize("bad", [BINS, -BINS - 1])
-def test_a_bad_index_anywhere_leaves_out_untouched(bad, hot):
-    sk.set_num_threads(2)
+def test_a_bad_index_anywhere_leaves_out_untouched(bad, hot, threads):
+    sk.set_num_threads(threads)  # hot on one thread: the in-place fold
     data, indices, updates = histogram_inputs(BINS, UPDATES, np.float32, hot)
     indices[UPDATES - 3] = bad  # late: the other updates would already be folded
     for out_is_data in (False, True):

@@ -83,9 +83,10 @@ class HugePageArray {
   E* ptr_ = nullptr;
 };
 
-// A range holding this many times its share of the updates makes the call concentrated: its
-// hot bins stay in cache for the in-place fold, which then beats writing the updates out
-// (half of the updates on 1% of the bins: 1.1-1.4x slower by ranges, bench/README.md).
+// A range holding this many times its share of the updates makes a one-thread call
+// concentrated: its hot bins stay in cache for the in-place fold, which then beats writing the
+// updates out (half of the updates on 1% of the bins: 1.1-1.3x slower by ranges on one thread;
+// on two, going by ranges was faster still, bench/README.md).
 constexpr int64_t kRangeFoldMaxShare = 8;
 
 enum class RangeFold { kFolded, kBadIndex, kConcentrated };
@@ -123,10 +124,42 @@ SCATTERKIT_ALWAYS_INLINE bool range_fold_bin(KI v, int64_t size, IndexRange vali
   return true;
 }
 
+// Counts updates [j0, j1) by range into count[r]; false at the first bad index. The arguments
+// are values, not a lambda's references: a store to a count could otherwise alias them, and
+// reloading them after each one made the loop three times slower.
+template <class KI>
+bool count_part(const KI* idx, int64_t j0, int64_t j1, int64_t size, IndexRange valid, int shift,
+                int64_t* count) {
+  for (int64_t j = j0; j < j1; ++j) {
+    int64_t a;
+    if (!range_fold_bin(idx[j], size, valid, a)) return false;
+    ++count[a >> shift];
+  }
+  return true;
+}
+
+// Writes updates [j0, j1) out to their ranges, range r's from at[r] on (advanced as it goes).
+// Values as arguments for the same reason as count_part.
+template <class T, class KI>
+void write_out_part(const KI* idx, const T* upd, int64_t j0, int64_t j1, int64_t size, int shift,
+                    int64_t* at, RangeEntry<T>* e) {
+  const int64_t bin_mask = (int64_t(1) << shift) - 1;
+  for (int64_t j = j0; j < j1; ++j) {
+    const int64_t a = wrap_index(idx[j], size);  // checked by count_part
+    e[at[a >> shift]++] = RangeEntry<T>{uint32_t(a & bin_mask), upd[j]};
+  }
+}
+
+// Folds entries [p, end) of one range into its scratch s, in order.
+template <class Op, class T>
+void fold_range(const RangeEntry<T>* p, const RangeEntry<T>* end, T* s) {
+  for (; p < end; ++p) s[p->at] = fold_into_storage<Op>(s[p->at], p->value);
+}
+
 // out = data with the n updates of one contiguous line folded in by Op, in C order, going by
 // ranges of bins (see the top of this file). Out is untouched unless it returns kFolded: on a
-// bad index, and on updates too concentrated to pay (the caller then folds in place; the
-// indices may not have been checked).
+// bad index, and on one thread on updates too concentrated to pay (the caller then folds in
+// place; the indices may not have been checked).
 template <class Op, class T, class KI>
 RangeFold fold_line_by_ranges(const KI* idx, const T* upd, const T* data, T* out, int64_t n,
                               int64_t size, IndexRange valid) {
@@ -135,24 +168,19 @@ RangeFold fold_line_by_ranges(const KI* idx, const T* upd, const T* data, T* out
   const int64_t range_bins = int64_t(1) << shift, ranges = ((size - 1) >> shift) + 1;
   const int64_t table_bytes = size * int64_t(sizeof(T));
   const int64_t input_bytes = n * int64_t(sizeof(KI) + sizeof(T) + sizeof(Entry));
-  if (sample_is_concentrated(idx, n, size, valid, shift, ranges)) return RangeFold::kConcentrated;
   // One part of the updates per thread, in C order: part k's entries of a range follow part
   // k - 1's, so every range's entries are in C order whatever the thread count.
   const int64_t parts = threads_for(n, input_bytes);
+  const bool may_decline = parts == 1;
+  if (may_decline && sample_is_concentrated(idx, n, size, valid, shift, ranges))
+    return RangeFold::kConcentrated;
   std::vector<int64_t> next(size_t(parts * ranges), 0);  // part k's counts, then places
   std::atomic<bool> bad{false};
   parallel_for(parts, input_bytes, [&](int64_t k0, int64_t k1) {
-    for (int64_t k = k0; k < k1; ++k) {
-      int64_t* count = next.data() + k * ranges;
-      for (int64_t j = n * k / parts, end = n * (k + 1) / parts; j < end; ++j) {
-        int64_t a;
-        if (!range_fold_bin(idx[j], size, valid, a)) {
-          bad.store(true, std::memory_order_relaxed);
-          return;
-        }
-        ++count[a >> shift];
-      }
-    }
+    for (int64_t k = k0; k < k1; ++k)
+      if (!count_part(idx, n * k / parts, n * (k + 1) / parts, size, valid, shift,
+                      next.data() + k * ranges))
+        bad.store(true, std::memory_order_relaxed);
   });
   if (bad.load()) return RangeFold::kBadIndex;
   std::vector<int64_t> start(size_t(ranges + 1));
@@ -168,18 +196,14 @@ RangeFold fold_line_by_ranges(const KI* idx, const T* upd, const T* data, T* out
     most = std::max(most, place - start[size_t(r)]);
   }
   // Concentrated updates the sample missed.
-  if (is_concentrated(most, n, ranges)) return RangeFold::kConcentrated;
+  if (may_decline && is_concentrated(most, n, ranges)) return RangeFold::kConcentrated;
   start[size_t(ranges)] = place;
   const HugePageArray<Entry> entries(n);
   Entry* const e = entries.get();
   parallel_for(parts, input_bytes, [&](int64_t k0, int64_t k1) {
-    for (int64_t k = k0; k < k1; ++k) {
-      int64_t* at = next.data() + k * ranges;
-      for (int64_t j = n * k / parts, end = n * (k + 1) / parts; j < end; ++j) {
-        const int64_t a = wrap_index(idx[j], size);  // checked above
-        e[at[a >> shift]++] = Entry{uint32_t(a & (range_bins - 1)), upd[j]};
-      }
-    }
+    for (int64_t k = k0; k < k1; ++k)
+      write_out_part(idx, upd, n * k / parts, n * (k + 1) / parts, size, shift,
+                     next.data() + k * ranges, e);
   });
   const bool streaming = use_streaming_stores(table_bytes);
   parallel_for(ranges, 2 * table_bytes + input_bytes, [&](int64_t r0, int64_t r1) {
@@ -188,8 +212,7 @@ RangeFold fold_line_by_ranges(const KI* idx, const T* upd, const T* data, T* out
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t b = r << shift, len = std::min(range_bins, size - b);
       std::memcpy(s, data + b, size_t(len) * sizeof(T));
-      for (const Entry *p = e + start[size_t(r)], *end = e + start[size_t(r + 1)]; p < end; ++p)
-        s[p->at] = fold_into_storage<Op>(s[p->at], p->value);
+      fold_range<Op>(e + start[size_t(r)], e + start[size_t(r + 1)], s);
       with_writer(streaming, out + b,
                   [&](auto& writer) { writer.write(s, size_t(len) * sizeof(T)); });
     }

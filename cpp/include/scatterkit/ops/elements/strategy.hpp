@@ -177,13 +177,13 @@ constexpr int64_t kRangeFoldMinBytes = int64_t(16) << 20;
 // the in-place fold is faster than copying through the ranges' scratch.
 constexpr int64_t kRangeFoldMaxElementsPerUpdate = 64;
 
-// Whether a call with layout l folds by ranges (fold_line_by_ranges, ranges.hpp): on one
-// thread it is no faster than the in-place fold, whose float sums it parallelizes.
-inline bool range_fold_pays(const ElementsLayout& l, int64_t table_bytes, int64_t updates,
-                            int64_t bytes) {
+// Whether a call with layout l folds by ranges (fold_line_by_ranges, ranges.hpp), at any
+// thread count: on one thread it reaches each target in cache, not in memory; on more it
+// also splits the float sums that the in-place fold keeps on one thread.
+inline bool range_fold_pays(const ElementsLayout& l, int64_t table_bytes, int64_t updates) {
   return l.outer == 1 && l.inner == 1 && l.axis_stride == 1 && l.inner_offset.empty() &&
          l.outer_offset.empty() && table_bytes >= kRangeFoldMinBytes &&
-         updates * kRangeFoldMaxElementsPerUpdate >= l.axis_size && threads_for(updates, bytes) > 1;
+         updates * kRangeFoldMaxElementsPerUpdate >= l.axis_size;
 }
 
 // Into how many parts the fused fold splits each line: only when there are fewer lines than
@@ -218,7 +218,7 @@ inline ElementsPlan choose_elements_strategy(const ElementsLayout& l, const Elem
   const int64_t data_bytes = c.data_count * c.itemsize, index_bytes = c.updates * c.index_size;
   // Without use_init_val a range could not tell its untouched bins from those it folded.
   if (c.reduction != Reduction::kNone && c.histogram_kernels && c.use_init_val &&
-      range_fold_pays(l, data_bytes, c.updates, c.bytes())) {
+      range_fold_pays(l, data_bytes, c.updates)) {
     plan.strategy = S::kFoldByRanges;
     return plan;
   }
