@@ -14,6 +14,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <deque>
 #include <memory>
@@ -25,6 +26,7 @@
 #endif
 
 #include "arrays.hpp"
+#include "scatterkit/scratch.hpp"
 
 namespace scatterkit::bindings {
 namespace {
@@ -137,11 +139,22 @@ void bind_output_pool(py::module_& m) {
   m.def("empty_output", &empty_output, py::arg("dtype"), py::arg("shape"),
         "An uninitialised C-contiguous array whose memory is recycled when it is freed.");
   m.def(
-      "set_output_cache", [](size_t limit) { pool().set_limit(limit); }, py::arg("max_bytes"),
-      "Most bytes of freed outputs kept for reuse (0 frees them all and keeps none).");
+      "set_output_cache",
+      [](size_t limit) {
+        pool().set_limit(limit);
+        set_scratch_cache(std::min(limit, detail::kDefaultScratchCacheBytes));
+      },
+      py::arg("max_bytes"),
+      "Most bytes of freed outputs kept for reuse, and of the kernels' scratch up to 256 MiB "
+      "(0 frees them all and keeps none).");
   m.def(
-      "output_cache_info", [] { return pool().info(); },
-      "The output cache's limit, cached bytes and blocks, hits and misses.");
+      "output_cache_info",
+      [] {
+        py::dict d = pool().info();
+        d["scratch_bytes"] = scratch_cache_bytes();
+        return d;
+      },
+      "The output cache's limit, cached bytes and blocks, hits and misses; the scratch kept.");
 }
 
 }  // namespace scatterkit::bindings

@@ -431,6 +431,10 @@ def set_output_cache(max_bytes: int) -> None:
     page by page on first touch (for a 50 MB result as costly as the scatter itself).
     The cache holds at most `max_bytes`, dropping the least recently freed memory
     first; ``set_output_cache(0)`` releases it all and turns recycling off.
+
+    The same limit, capped at 256 MiB, bounds the scratch memory a kernel keeps for its
+    next call: a 1-D histogram past the cache writes its updates out to 8 or 16 bytes
+    each, and keeps that memory once freed.
     """
     if isinstance(max_bytes, (bool, np.bool_)) or not isinstance(max_bytes, (int, np.integer)):
         raise TypeError(
@@ -443,5 +447,6 @@ def set_output_cache(max_bytes: int) -> None:
 
 def output_cache_info() -> dict[str, int]:
     """The result cache's state: ``limit``, ``cached_bytes``, ``cached_blocks``, ``hits``
-    and ``misses`` (allocations served from the cache, and not)."""
+    and ``misses`` (allocations served from the cache, and not); ``scratch_bytes``, the
+    kernels' scratch memory kept for their next call."""
     return dict(_core.output_cache_info())

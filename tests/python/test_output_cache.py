@@ -236,3 +236,34 @@ def test_a_forked_child_allocates_and_frees_results():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["0", "1"]
+
+
+def range_fold(bins: int, n: int, seed: int) -> None:
+    """A 1-D histogram past the cache (it writes its updates out to scratch), checked."""
+    rng = np.random.default_rng(seed)
+    data = rng.standard_normal(bins, dtype=np.float32)
+    indices = rng.integers(-bins, bins, n)
+    updates = rng.standard_normal(n, dtype=np.float32)
+    got = sk.scatter_elements_update(data, indices, updates, 0, reduction="sum")
+    np.add.at(data, indices, updates)
+    np.testing.assert_array_equal(got, data)
+
+
+def test_a_histogram_keeps_its_scratch_for_the_next_call():
+    bins = 1 << 22  # 16 MiB of float32: past the cache, so it goes by ranges
+    range_fold(bins, 1 << 20, seed=1)  # 8 MiB of entries
+    assert sk.output_cache_info()["scratch_bytes"] == 8 * MiB
+    range_fold(bins, 1 << 17, seed=2)  # fewer updates, in the same memory: no stale entries
+    range_fold(bins, 3 << 19, seed=3)  # more: a new block, kept in place of the first
+    assert sk.output_cache_info()["scratch_bytes"] == 12 * MiB
+
+
+def test_the_limit_bounds_the_kept_scratch_too():
+    sk.set_output_cache(4 * MiB)
+    range_fold(1 << 22, 1 << 20, seed=1)
+    assert sk.output_cache_info()["scratch_bytes"] == 0
+    sk.set_output_cache(1 << 30)
+    range_fold(1 << 22, 1 << 20, seed=1)
+    assert sk.output_cache_info()["scratch_bytes"] == 8 * MiB
+    sk.set_output_cache(0)  # frees it
+    assert sk.output_cache_info()["scratch_bytes"] == 0

@@ -21,6 +21,7 @@
 #include "scatterkit/ops/slice_scatter.hpp"
 #include "scatterkit/parallel.hpp"
 #include "scatterkit/reduction.hpp"
+#include "scatterkit/scratch.hpp"
 #include "scatterkit/shape.hpp"
 #include "scatterkit/tensor.hpp"
 #include "scatterkit/typed.hpp"

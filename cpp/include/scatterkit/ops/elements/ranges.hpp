@@ -13,21 +13,16 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <new>
 #include <vector>
-
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 #include "scatterkit/copy.hpp"
 #include "scatterkit/index.hpp"
 #include "scatterkit/ops/elements/walk.hpp"
 #include "scatterkit/parallel.hpp"
 #include "scatterkit/reduction.hpp"
+#include "scatterkit/scratch.hpp"
 
 namespace scatterkit {
 namespace detail {
@@ -57,30 +52,6 @@ template <class T>
 struct RangeEntry {
   uint32_t at;
   T value;
-};
-
-// An array of n elements, on transparent huge pages where the system gives them on request
-// (Linux's "madvise" mode): each range's entries are written at random among a thousand
-// places, which with 4 KB pages would miss the TLB as well.
-template <class E>
-class HugePageArray {
- public:
-  explicit HugePageArray(int64_t n) {
-    constexpr size_t kHuge = size_t(2) << 20;
-    const size_t bytes = std::max<size_t>(size_t(n) * sizeof(E), 1);
-    ptr_ = static_cast<E*>(std::aligned_alloc(kHuge, (bytes + kHuge - 1) / kHuge * kHuge));
-    if (!ptr_) throw std::bad_alloc();
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    madvise(ptr_, bytes, MADV_HUGEPAGE);  // advice only: without huge pages it still works
-#endif
-  }
-  ~HugePageArray() { std::free(ptr_); }
-  HugePageArray(const HugePageArray&) = delete;
-  HugePageArray& operator=(const HugePageArray&) = delete;
-  E* get() const { return ptr_; }
-
- private:
-  E* ptr_ = nullptr;
 };
 
 // A range holding this many times its share of the updates makes a one-thread call
@@ -198,7 +169,9 @@ RangeFold fold_line_by_ranges(const KI* idx, const T* upd, const T* data, T* out
   // Concentrated updates the sample missed.
   if (may_decline && is_concentrated(most, n, ranges)) return RangeFold::kConcentrated;
   start[size_t(ranges)] = place;
-  const HugePageArray<Entry> entries(n);
+  // On huge pages: each range's entries are written at random among a thousand places,
+  // which with 4 KB pages would miss the TLB as well.
+  const ScratchArray<Entry> entries(n);
   Entry* const e = entries.get();
   parallel_for(parts, input_bytes, [&](int64_t k0, int64_t k1) {
     for (int64_t k = k0; k < k1; ++k)
