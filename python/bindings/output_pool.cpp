@@ -18,12 +18,7 @@
 #include <cstdlib>
 #include <deque>
 #include <memory>
-#include <new>
 #include <vector>
-
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 #include "arrays.hpp"
 #include "scatterkit/scratch.hpp"
@@ -31,29 +26,18 @@
 namespace scatterkit::bindings {
 namespace {
 
-// Size classes are multiples of a transparent huge page, and blocks are
-// aligned to one, so the kernel can back them with huge pages as NumPy's own
+// Size classes are whole transparent huge pages, and blocks are aligned to one
+// (scratch.hpp), so the kernel can back them with huge pages as NumPy's own
 // large arrays are.
-constexpr size_t kBlockGrain = size_t(2) << 20;
-
 struct Block {
   void* ptr;
   size_t capacity;
 };
 
-void* map_block(size_t capacity) {
-  void* p = std::aligned_alloc(kBlockGrain, capacity);
-  if (p == nullptr) throw std::bad_alloc();
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  madvise(p, capacity, MADV_HUGEPAGE);  // a hint: failure only costs speed
-#endif
-  return p;
-}
-
 class OutputPool {
  public:
   Block acquire(size_t bytes) {
-    const size_t capacity = (bytes + kBlockGrain - 1) / kBlockGrain * kBlockGrain;
+    const size_t capacity = detail::huge_page_capacity(bytes);
     for (auto it = free_.rbegin(); it != free_.rend(); ++it) {  // most recently freed first
       if (it->capacity != capacity) continue;
       const Block b = *it;
@@ -63,7 +47,7 @@ class OutputPool {
       return b;
     }
     ++misses_;
-    return Block{map_block(capacity), capacity};
+    return Block{detail::map_huge_page_block(capacity), capacity};
   }
 
   void release(const Block& b) {

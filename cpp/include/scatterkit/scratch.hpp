@@ -24,6 +24,22 @@ namespace detail {
 // Scratch blocks are whole transparent huge pages, and aligned to one.
 constexpr size_t kScratchGrain = size_t(2) << 20;
 
+// `bytes` rounded up to whole huge pages.
+inline size_t huge_page_capacity(size_t bytes) {
+  return (bytes + kScratchGrain - 1) / kScratchGrain * kScratchGrain;
+}
+
+// A fresh block of `capacity` bytes (whole huge pages), aligned to a huge page and advised onto
+// them where the system gives them on request (Linux's "madvise" mode).
+inline void* map_huge_page_block(size_t capacity) {
+  void* p = std::aligned_alloc(kScratchGrain, capacity);
+  if (p == nullptr) throw std::bad_alloc();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  madvise(p, capacity, MADV_HUGEPAGE);  // advice only: without huge pages it still works
+#endif
+  return p;
+}
+
 // The most bytes of scratch kept between calls, unless set_scratch_cache says otherwise.
 constexpr size_t kDefaultScratchCacheBytes = size_t(256) << 20;
 
@@ -46,12 +62,7 @@ class ScratchCache {
         return std::exchange(kept_, nullptr);
       }
     }
-    void* p = std::aligned_alloc(kScratchGrain, capacity);
-    if (p == nullptr) throw std::bad_alloc();
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    madvise(p, capacity, MADV_HUGEPAGE);  // advice only: without huge pages it still works
-#endif
-    return p;
+    return map_huge_page_block(capacity);
   }
 
   // Keeps the block in place of the one kept before, if it is within the limit; else frees it.
@@ -98,7 +109,7 @@ class ScratchArray {
  public:
   explicit ScratchArray(int64_t n) {
     const size_t bytes = std::max<size_t>(size_t(n) * sizeof(E), 1);
-    capacity_ = (bytes + kScratchGrain - 1) / kScratchGrain * kScratchGrain;
+    capacity_ = huge_page_capacity(bytes);
     ptr_ = static_cast<E*>(ScratchCache::instance().take(capacity_));
   }
   ~ScratchArray() { ScratchCache::instance().give(ptr_, capacity_); }
