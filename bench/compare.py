@@ -52,6 +52,9 @@ import numpy as np
 # and every OpenMP runtime loaded after it (PyTorch bundles its own) then waits the same way.
 import scatterkit as sk
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bare_loop  # bench/bare_loop.py, beside this file
+
 
 def describe_build(package_dir: Path, core_file: Path) -> str:
     """Where a build of the package is and when its extension was written (its mtime)."""
@@ -74,6 +77,7 @@ IMPLS = [
     "scatterkit out=",
     "scatterkit inexact",  # rows of exact workloads only: the same call with exact=False
     "baseline",  # with --baseline only: the scatterkit call through the build under DIR
+    "bare loop",  # family H only: the serial loop in C, no check (bare_loop.py)
     "OpenVINO",
     "PyTorch",
     "ONNX Runtime",
@@ -495,6 +499,25 @@ def setup_baseline(w: Workload, c: Case, threads: int):
     return setup_scatterkit(w, c, threads, lib=BASELINE)
 
 
+def setup_bare_loop(w: Workload, c: Case, threads: int):
+    """Family H: data copied into a preallocated output, then the bare serial loop, one
+    thread whatever `threads` says: what a fold in C order costs with nothing around it."""
+    if w.group != "H":
+        return NotAvailable("family H only")
+    lib = bare_loop.load()
+    if isinstance(lib, str):
+        return NotAvailable(lib)
+    out = np.zeros_like(c.data)
+    idx = c.index_array
+
+    def run():
+        np.copyto(out, c.data)
+        bare_loop.fold(out, idx, c.updates, w.reduction)
+        return out
+
+    return run
+
+
 def setup_scatterkit_out(w: Workload, c: Case, threads: int):
     """Into a preallocated output, as the floor writes into one."""
     if w.in_place:
@@ -749,6 +772,7 @@ SETUP: dict[str, Callable] = {
     "scatterkit out=": setup_scatterkit_out,
     "scatterkit inexact": setup_scatterkit_inexact,
     "baseline": setup_baseline,
+    "bare loop": setup_bare_loop,
     "OpenVINO": setup_openvino,
     "PyTorch": setup_torch,
     "ONNX Runtime": setup_ort,
@@ -932,6 +956,8 @@ def run_workload(w, c, threads, peers, repeats, budget, sk_reference) -> dict[st
         own.remove("scatterkit")
     if BASELINE is not None:
         own.append("baseline")
+    if w.group == "H":
+        own.append("bare loop")
     serial = c.data.nbytes + c.updates.nbytes > SERIAL_PEER_BYTES
     if serial:  # one peer at a time, each interleaved with the floor and scatterkit
         for peer in peers or [None]:
@@ -1131,7 +1157,9 @@ def histogram_table(rows: list[Row], llc: int | None = None) -> str:
     """Family H: scatterkit (`out=`) against the fastest peer per row, and each skewed row
     against scatterkit's own time on the uniform indices of the same size, reduction, index
     type and thread count. `target` is issue 33's bound on sk/best peer: 0.5 for tables
-    larger than the last-level cache (`llc` bytes), else 0.8; `skew target` is 1.2."""
+    larger than the last-level cache (`llc` bytes), else 0.8, and `target ms` the time it
+    allows; `skew target` is 1.2. `bare loop ms` is the serial loop in C (bare_loop.py) in
+    the same rounds: a `target ms` below it asks a fold in C order to beat that loop."""
     hist = [r for r in rows if r.workload.group == "H"]
     if not hist:
         return ""
@@ -1141,14 +1169,15 @@ def histogram_table(rows: list[Row], llc: int | None = None) -> str:
 
     uniform = {key(r): r.median(r.sk_impl) for r in hist if not r.workload.skewed}
     headers = ["bins", "red", "index", "indices", "thr", "memcpy ms", "sk out= ms"]
-    headers += ["best peer ms", "best peer", "sk/best peer", "target", "met"]
-    headers += ["skewed/uniform", *(f"{p} ms" for p in PEERS)]
+    headers += ["best peer ms", "best peer", "sk/best peer", "target", "met", "target ms"]
+    headers += ["bare loop ms", "sk/bare loop", "skewed/uniform", *(f"{p} ms" for p in PEERS)]
     out = []
     for row in hist:
         w = row.workload
         sk_t = row.median(row.sk_impl)
         best_name, best = row.best_peer()
         r = ratio(sk_t, best)
+        bare = row.median("bare loop")
         target = 0.5 if llc is not None and w.bins * np.dtype(w.dtype).itemsize > llc else 0.8
         skew = ""
         if w.skewed:
@@ -1169,6 +1198,9 @@ def histogram_table(rows: list[Row], llc: int | None = None) -> str:
                 fmt_ratio(r),
                 f"{target:g}",
                 "n/a" if r is None else ("yes" if r <= target else "no"),
+                fmt_ms(None if best is None else target * best),
+                fmt_ms(bare),
+                fmt_ratio(ratio(sk_t, bare)),
                 skew,
                 *peer_ms,
             ]
@@ -1324,6 +1356,7 @@ def plot(rows: list[Row], threads: list[int], path: Path) -> str:
         return "matplotlib not installed: no chart"
     every = [i for i in IMPLS if i != "floor"]
     palette = ["#1b7837", "#7fbf7b", "#a6dba0", "#b2182b"]  # scatterkit's rows, the baseline
+    palette += ["#4d4d4d"]  # the bare loop
     palette += ["#762a83", "#e08214", "#2166ac", "#999999"]  # the peers
     colors = dict(zip(every, palette))
     # Only what ran (the baseline, say, runs with --baseline only), each in its own color.
@@ -1459,8 +1492,11 @@ def write_results(path: Path, rows, args, peers, missing, started, elapsed, load
             "Runtime through IOBinding, OpenVINO into its reused output); `memcpy` is the floor,",
             "a copy of the table. `sk/best peer` is scatterkit's median over the fastest peer's",
             "from the same rounds; `target` is issue 33's bound (0.5 for tables larger than the",
-            "last-level cache, else 0.8); `skewed/uniform` is scatterkit's skewed time over its",
-            "own uniform time (target 1.2).",
+            "last-level cache, else 0.8) and `target ms` the time it allows; `bare loop` is",
+            "the serial loop `out[idx[i]] += upd[i]` (or max) in C, one thread, no index check",
+            "(bench/bare_loop.py), after the same copy, timed in the same rounds: a `target ms`",
+            "below it asks a fold in C order to beat that loop. `skewed/uniform` is",
+            "scatterkit's skewed time over its own uniform time (target 1.2).",
             "",
             hist,
             "",

@@ -233,6 +233,24 @@ TEST(ElementsStrategy, CopiesInPiecesOnlyOutOfPlace) {
                    .copy_in_pieces);
 }
 
+// The fold by ranges splits its ranges between threads by cost, so that a range holding most
+// of the updates is a thread's whole share, and every range goes to exactly one thread.
+TEST(ElementsStrategy, SplitsRangesToFoldByCost) {
+  using scatterkit::detail::first_range_of;
+  const std::vector<int64_t> heavy_first{0, 100, 110, 120, 130};
+  EXPECT_EQ(first_range_of(heavy_first, 0, 2), 0);
+  EXPECT_EQ(first_range_of(heavy_first, 1, 2), 1);  // the heavy range alone
+  EXPECT_EQ(first_range_of(heavy_first, 2, 2), 4);
+  const std::vector<int64_t> even{0, 10, 20, 30, 40};
+  EXPECT_EQ(first_range_of(even, 1, 2), 2);
+  // More threads than the costs divide into: some get nothing, none a range twice.
+  for (int64_t threads = 1; threads <= 6; ++threads)
+    for (int64_t k = 0; k < threads; ++k)
+      EXPECT_LE(first_range_of(heavy_first, k, threads),
+                first_range_of(heavy_first, k + 1, threads));
+  EXPECT_EQ(first_range_of(heavy_first, 6, 6), 4);
+}
+
 // float16 sums accumulate in float32 (a table); their min/max pick an operand (in place).
 TEST(ElementsStrategy, HalfSumsInATableHalfMaxInPlace) {
   using scatterkit::detail::elements_strategy;

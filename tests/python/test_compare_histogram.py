@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = importlib.util.spec_from_file_location(
@@ -19,6 +20,7 @@ assert SPEC is not None and SPEC.loader is not None
 compare = importlib.util.module_from_spec(SPEC)
 sys.modules[SPEC.name] = compare  # dataclasses look their module up
 SPEC.loader.exec_module(compare)
+bare_loop = sys.modules["bare_loop"]  # bench/bare_loop.py, as compare.py imported it
 
 
 def test_histogram_workloads():
@@ -85,6 +87,7 @@ def test_histogram_table():
         cells = {
             "floor": cell([0.001]),
             "scatterkit out=": cell([sk_ms / 1e3]),
+            "bare loop": cell([0.009]),
             "PyTorch": cell([peer_ms / 1e3]),
             "NumPy": cell([2 * peer_ms / 1e3]),
         }
@@ -99,11 +102,43 @@ def test_histogram_table():
     got = dict(zip(head, cols))
     assert got["sk/best peer"] == "0.800" and got["best peer"] == "PyTorch"
     assert got["target"] == "0.8" and got["met"] == "yes" and got["skewed/uniform"] == ""
+    assert got["target ms"] == "8" and got["bare loop ms"] == "9" and got["sk/bare loop"] == "0.889"
     got = dict(zip(head, [c.strip() for c in lines[3].split("|")[1:-1]]))
     assert got["skewed/uniform"] == "1.250 (>1.2)" and got["met"] == "no"
     got = dict(zip(head, [c.strip() for c in lines[4].split("|")[1:-1]]))
     assert got["target"] == "0.5" and got["met"] == "no"  # 512 MB > 32 MB
     assert compare.histogram_table([]) == ""
+
+
+@pytest.mark.parametrize("index_dtype", [np.int64, np.int32])
+def test_bare_loop_folds_in_c_order(index_dtype):
+    rng = np.random.default_rng(4)
+    idx = rng.integers(0, 1000, 50_000).astype(index_dtype)
+    upd = rng.normal(0, 100, 50_000).astype(np.float32)
+    data = rng.normal(0, 100, 1000).astype(np.float32)
+    got, want = data.copy(), data.copy()
+    bare_loop.fold(got, idx, upd, "sum")
+    np.add.at(want, idx, upd)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    got, want = data.copy(), data.copy()
+    bare_loop.fold(got, idx, upd, "max")
+    np.maximum.at(want, idx, upd)
+    assert np.array_equal(got, want)
+
+
+def test_bare_loop_refuses_what_it_cannot_fold():
+    table, idx, upd = np.zeros(8, np.float32), np.zeros(4, np.int64), np.ones(4, np.float32)
+    with pytest.raises(ValueError, match="'sum' or 'max'"):
+        bare_loop.fold(table, idx, upd, "prod")
+    with pytest.raises(TypeError, match="float32"):
+        bare_loop.fold(table.astype(np.float64), idx, upd, "sum")
+    with pytest.raises(TypeError, match="int64 or int32"):
+        bare_loop.fold(table, idx.astype(np.int16), upd, "sum")
+    with pytest.raises(ValueError, match="4 indices for 3 updates"):
+        bare_loop.fold(table, idx, upd[:3], "sum")
+    with pytest.raises(ValueError, match="1-D contiguous"):
+        bare_loop.fold(table[::2], idx, upd, "sum")
+    assert not table.any()
 
 
 def test_kept_sections():

@@ -136,6 +136,20 @@ void fold_range(const RangeEntry<T>* p, const RangeEntry<T>* end, T* s) {
   for (; p < end; ++p) s[p->at] = fold_into_storage<Op>(s[p->at], p->value);
 }
 
+// What folding a range costs next to copying one of its bins through the scratch: an entry
+// is read and folded into a random bin in cache, a bin is copied in and streamed out (128M
+// bins and 10M updates on one thread: 26 ms for the entries, 34 for the bins' copy).
+constexpr int64_t kEntryCostInBins = 8;
+
+// The first range of thread k of `threads` when the ranges are split between them by cost
+// (kEntryCostInBins), not by count: updates concentrated on a few ranges would otherwise
+// leave their thread folding most of them while the others wait. `cost_before[r]` is the
+// cost of ranges [0, r), for r up to the number of ranges.
+inline int64_t first_range_of(const std::vector<int64_t>& cost_before, int64_t k, int64_t threads) {
+  const int64_t goal = cost_before.back() * k / threads;
+  return std::lower_bound(cost_before.begin(), cost_before.end(), goal) - cost_before.begin();
+}
+
 // out = data with the n updates of one contiguous line folded in by Op, in C order, going by
 // ranges of bins (see the top of this file). Out is untouched unless it returns kFolded: on a
 // bad index, and on one thread on updates too concentrated to pay (the caller then folds in
@@ -188,9 +202,18 @@ RangeFold fold_line_by_ranges(const KI* idx, const T* upd, const T* data, T* out
                      next.data() + k * ranges, e);
   });
   const bool streaming = use_streaming_stores(table_bytes);
-  parallel_for(ranges, 2 * table_bytes + input_bytes, [&](int64_t r0, int64_t r1) {
+  std::vector<int64_t> cost_before(size_t(ranges + 1), 0);
+  for (int64_t r = 0; r < ranges; ++r)
+    cost_before[size_t(r + 1)] = cost_before[size_t(r)] +
+                                 kEntryCostInBins * (start[size_t(r + 1)] - start[size_t(r)]) +
+                                 std::min(range_bins, size - (r << shift));
+  const int64_t fold_bytes = 2 * table_bytes + input_bytes;
+  const int64_t threads = threads_for(ranges, fold_bytes);
+  parallel_for(threads, fold_bytes, [&](int64_t k0, int64_t k1) {
     const std::unique_ptr<T[]> scratch(new T[size_t(range_bins)]);
     T* const s = scratch.get();
+    const int64_t r0 = first_range_of(cost_before, k0, threads);
+    const int64_t r1 = first_range_of(cost_before, k1, threads);
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t b = r << shift, len = std::min(range_bins, size - b);
       std::memcpy(s, data + b, size_t(len) * sizeof(T));

@@ -1,0 +1,102 @@
+"""The bare serial loop of a 1-D histogram, for bench/compare.py's family H: what a fold in C
+order costs with nothing around it (no index check, no copy, no threads), timed in the same
+rounds as scatterkit and the peers.
+
+    table[idx[i]] += upd[i]                                  (sum)
+    table[idx[i]] = max(table[idx[i]], upd[i])              (max, updates without NaN)
+
+The loops are C, compiled at first use with the system's C compiler at the flags of the
+library's release build (-O3, no -march) and loaded with ctypes; without a compiler,
+`load()` says why.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+SOURCE = r"""
+#include <stdint.h>
+
+void sum_i64(float* table, const int64_t* idx, const float* upd, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) table[idx[i]] += upd[i];
+}
+
+void sum_i32(float* table, const int32_t* idx, const float* upd, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) table[idx[i]] += upd[i];
+}
+
+void max_i64(float* table, const int64_t* idx, const float* upd, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float a = table[idx[i]], v = upd[i];
+    table[idx[i]] = v > a ? v : a;
+  }
+}
+
+void max_i32(float* table, const int32_t* idx, const float* upd, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float a = table[idx[i]], v = upd[i];
+    table[idx[i]] = v > a ? v : a;
+  }
+}
+"""
+FLAGS = ["-O3", "-shared", "-fPIC"]
+
+_library: ctypes.CDLL | None = None
+
+
+def load() -> ctypes.CDLL | str:
+    """The compiled loops, or why there are none (a message). Built once per source and
+    compiler into the temporary directory."""
+    global _library
+    if _library is not None:
+        return _library
+    cc = os.environ.get("CC", "cc")
+    if shutil.which(cc) is None:
+        return f"no C compiler ({cc})"
+    key = hashlib.sha256((SOURCE + cc + " ".join(FLAGS)).encode()).hexdigest()[:16]
+    path = Path(tempfile.gettempdir()) / f"scatterkit-bare-loop-{key}.so"
+    if not path.exists():
+        with tempfile.TemporaryDirectory() as tmp:
+            src, built = Path(tmp) / "bare_loop.c", Path(tmp) / "bare_loop.so"
+            src.write_text(SOURCE)
+            run = subprocess.run([cc, *FLAGS, str(src), "-o", str(built)], capture_output=True)
+            if run.returncode != 0:
+                return f"{cc} failed: {run.stderr.decode(errors='replace').strip()[:150]}"
+            os.replace(built, path)  # atomic: concurrent runs never load half a file
+    lib = ctypes.CDLL(str(path))
+    for name in ("sum_i64", "sum_i32", "max_i64", "max_i32"):
+        getattr(lib, name).restype = None
+    _library = lib
+    return lib
+
+
+def fold(table: np.ndarray, idx: np.ndarray, upd: np.ndarray, reduction: str) -> None:
+    """Folds upd into table at idx in C order, in place: float32 table and updates, int64 or
+    int32 indices, all in range (unchecked), reduction "sum" or "max"."""
+    lib = load()
+    if isinstance(lib, str):
+        raise RuntimeError(lib)
+    if reduction not in ("sum", "max"):
+        raise ValueError(f"reduction must be 'sum' or 'max', not {reduction!r}")
+    kind = {np.dtype(np.int64): "i64", np.dtype(np.int32): "i32"}.get(idx.dtype)
+    if kind is None or table.dtype != np.float32 or upd.dtype != np.float32:
+        raise TypeError("float32 table and updates, int64 or int32 indices")
+    for a in (table, idx, upd):
+        if a.ndim != 1 or not a.flags.c_contiguous:
+            raise ValueError("1-D contiguous arrays")
+    if idx.size != upd.size:
+        raise ValueError(f"{idx.size} indices for {upd.size} updates")
+    getattr(lib, f"{reduction}_{kind}")(
+        ctypes.c_void_p(table.ctypes.data),
+        ctypes.c_void_p(idx.ctypes.data),
+        ctypes.c_void_p(upd.ctypes.data),
+        ctypes.c_int64(idx.size),
+    )
