@@ -137,8 +137,8 @@ void fold_range(const RangeEntry<T>* p, const RangeEntry<T>* end, T* s) {
 }
 
 // What folding a range costs next to copying one of its bins through the scratch: an entry
-// is read and folded into a random bin in cache, a bin is copied in and streamed out (128M
-// bins and 10M updates on one thread: 26 ms for the entries, 34 for the bins' copy).
+// is read and folded into a random bin in cache, a bin is copied in and streamed out; an
+// entry costs about ten bins (bench/README.md, Kernel choices).
 constexpr int64_t kEntryCostInBins = 8;
 
 // The first range of thread k of `threads` when the ranges are split between them by cost
