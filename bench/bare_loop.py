@@ -22,30 +22,26 @@ from pathlib import Path
 
 import numpy as np
 
+# Index types by the suffix of their loops' names, and the reductions.
+INDEX_TYPES = {"i64": np.dtype(np.int64), "i32": np.dtype(np.int32)}
+REDUCTIONS = ("sum", "max")
+
 SOURCE = r"""
 #include <stdint.h>
 
-void sum_i64(float* table, const int64_t* idx, const float* upd, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) table[idx[i]] += upd[i];
-}
-
-void sum_i32(float* table, const int32_t* idx, const float* upd, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) table[idx[i]] += upd[i];
-}
-
-void max_i64(float* table, const int64_t* idx, const float* upd, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float a = table[idx[i]], v = upd[i];
-    table[idx[i]] = v > a ? v : a;
+#define BARE_LOOPS(suffix, KI)                                                       \
+  void sum_##suffix(float* table, const KI* idx, const float* upd, int64_t n) {      \
+    for (int64_t i = 0; i < n; ++i) table[idx[i]] += upd[i];                         \
+  }                                                                                  \
+  void max_##suffix(float* table, const KI* idx, const float* upd, int64_t n) {      \
+    for (int64_t i = 0; i < n; ++i) {                                                \
+      const float a = table[idx[i]], v = upd[i];                                     \
+      table[idx[i]] = v > a ? v : a;                                                 \
+    }                                                                                \
   }
-}
 
-void max_i32(float* table, const int32_t* idx, const float* upd, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float a = table[idx[i]], v = upd[i];
-    table[idx[i]] = v > a ? v : a;
-  }
-}
+BARE_LOOPS(i64, int64_t)
+BARE_LOOPS(i32, int32_t)
 """
 FLAGS = ["-O3", "-shared", "-fPIC"]
 
@@ -72,8 +68,9 @@ def load() -> ctypes.CDLL | str:
                 return f"{cc} failed: {run.stderr.decode(errors='replace').strip()[:150]}"
             os.replace(built, path)  # atomic: concurrent runs never load half a file
     lib = ctypes.CDLL(str(path))
-    for name in ("sum_i64", "sum_i32", "max_i64", "max_i32"):
-        getattr(lib, name).restype = None
+    for reduction in REDUCTIONS:
+        for kind in INDEX_TYPES:
+            getattr(lib, f"{reduction}_{kind}").restype = None
     _library = lib
     return lib
 
@@ -84,9 +81,9 @@ def fold(table: np.ndarray, idx: np.ndarray, upd: np.ndarray, reduction: str) ->
     lib = load()
     if isinstance(lib, str):
         raise RuntimeError(lib)
-    if reduction not in ("sum", "max"):
+    if reduction not in REDUCTIONS:
         raise ValueError(f"reduction must be 'sum' or 'max', not {reduction!r}")
-    kind = {np.dtype(np.int64): "i64", np.dtype(np.int32): "i32"}.get(idx.dtype)
+    kind = next((k for k, t in INDEX_TYPES.items() if t == idx.dtype), None)
     if kind is None or table.dtype != np.float32 or upd.dtype != np.float32:
         raise TypeError("float32 table and updates, int64 or int32 indices")
     for a in (table, idx, upd):
