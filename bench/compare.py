@@ -78,12 +78,15 @@ IMPLS = [
     "scatterkit inexact",  # rows of exact workloads only: the same call with exact=False
     "baseline",  # with --baseline only: the scatterkit call through the build under DIR
     "bare loop",  # family H only: the serial loop in C, no check (bare_loop.py)
+    "inputs read",  # family H only: one thread reading the indices and updates (bare_loop.py)
     "OpenVINO",
     "PyTorch",
     "ONNX Runtime",
     "NumPy",
 ]
 PEERS = ["OpenVINO", "PyTorch", "ONNX Runtime", "NumPy"]
+# Rows that give no output to check: the floors.
+UNCHECKED = ("floor", "inputs read")
 # Above this many input bytes, peers run one at a time (each interleaved with the floor and
 # scatterkit) and are freed in between: their copies of W1's 1.5 GB updates add up.
 SERIAL_PEER_BYTES = 1 << 30
@@ -518,6 +521,19 @@ def setup_bare_loop(w: Workload, c: Case, threads: int):
     return run
 
 
+def setup_inputs_read(w: Workload, c: Case, threads: int):
+    """Family H: one thread reading the indices and updates once, nothing else, whatever
+    `threads` says: what memory allows a fold in C order. Returns the checksum, which no
+    check compares."""
+    if w.group != "H":
+        return NotAvailable("family H only")
+    lib = bare_loop.load()
+    if isinstance(lib, str):
+        return NotAvailable(lib)
+    idx = c.index_array
+    return lambda: np.uint64(bare_loop.read(idx, c.updates))
+
+
 def setup_scatterkit_out(w: Workload, c: Case, threads: int):
     """Into a preallocated output, as the floor writes into one."""
     if w.in_place:
@@ -773,6 +789,7 @@ SETUP: dict[str, Callable] = {
     "scatterkit inexact": setup_scatterkit_inexact,
     "baseline": setup_baseline,
     "bare loop": setup_bare_loop,
+    "inputs read": setup_inputs_read,
     "OpenVINO": setup_openvino,
     "PyTorch": setup_torch,
     "ONNX Runtime": setup_ort,
@@ -906,7 +923,7 @@ def measure_block(
         if impl == reference_impl(w):
             ref["scatterkit"] = got
             cell.check = "reference"
-        elif impl != "floor" and not cell.check:
+        elif impl not in UNCHECKED and not cell.check:
             base = ref.get("scatterkit")
             cell.check = "?" if base is None else check_output(w, c, impl, base, got)
         del got
@@ -957,7 +974,7 @@ def run_workload(w, c, threads, peers, repeats, budget, sk_reference) -> dict[st
     if BASELINE is not None:
         own.append("baseline")
     if w.group == "H":
-        own.append("bare loop")
+        own += ["bare loop", "inputs read"]
     serial = c.data.nbytes + c.updates.nbytes > SERIAL_PEER_BYTES
     if serial:  # one peer at a time, each interleaved with the floor and scatterkit
         for peer in peers or [None]:
@@ -1159,7 +1176,9 @@ def histogram_table(rows: list[Row], llc: int | None = None) -> str:
     type and thread count. `target` is issue 33's bound on sk/best peer: 0.5 for tables
     larger than the last-level cache (`llc` bytes), else 0.8, and `target ms` the time it
     allows; `skew target` is 1.2. `bare loop ms` is the serial loop in C (bare_loop.py) in
-    the same rounds: a `target ms` below it asks a fold in C order to beat that loop."""
+    the same rounds: a `target ms` below it asks a fold in C order to beat that loop; `read
+    ms` is one thread reading the indices and updates: a `target ms` below it asks one thread
+    to fold faster than memory lets it read them."""
     hist = [r for r in rows if r.workload.group == "H"]
     if not hist:
         return ""
@@ -1170,7 +1189,8 @@ def histogram_table(rows: list[Row], llc: int | None = None) -> str:
     uniform = {key(r): r.median(r.sk_impl) for r in hist if not r.workload.skewed}
     headers = ["bins", "red", "index", "indices", "thr", "memcpy ms", "sk out= ms"]
     headers += ["best peer ms", "best peer", "sk/best peer", "target", "met", "target ms"]
-    headers += ["bare loop ms", "sk/bare loop", "skewed/uniform", *(f"{p} ms" for p in PEERS)]
+    headers += ["bare loop ms", "sk/bare loop", "read ms", "skewed/uniform"]
+    headers += [f"{p} ms" for p in PEERS]
     out = []
     for row in hist:
         w = row.workload
@@ -1201,6 +1221,7 @@ def histogram_table(rows: list[Row], llc: int | None = None) -> str:
                 fmt_ms(None if best is None else target * best),
                 fmt_ms(bare),
                 fmt_ratio(ratio(sk_t, bare)),
+                fmt_ms(row.median("inputs read")),
                 skew,
                 *peer_ms,
             ]
@@ -1356,7 +1377,7 @@ def plot(rows: list[Row], threads: list[int], path: Path) -> str:
         return "matplotlib not installed: no chart"
     every = [i for i in IMPLS if i != "floor"]
     palette = ["#1b7837", "#7fbf7b", "#a6dba0", "#b2182b"]  # scatterkit's rows, the baseline
-    palette += ["#4d4d4d"]  # the bare loop
+    palette += ["#4d4d4d", "#bababa"]  # the bare loop, the inputs read
     palette += ["#762a83", "#e08214", "#2166ac", "#999999"]  # the peers
     colors = dict(zip(every, palette))
     # Only what ran (the baseline, say, runs with --baseline only), each in its own color.
@@ -1495,7 +1516,9 @@ def write_results(path: Path, rows, args, peers, missing, started, elapsed, load
             "last-level cache, else 0.8) and `target ms` the time it allows; `bare loop` is",
             "the serial loop `out[idx[i]] += upd[i]` (or max) in C, one thread, no index check",
             "(bench/bare_loop.py), after the same copy, timed in the same rounds: a `target ms`",
-            "below it asks a fold in C order to beat that loop. `skewed/uniform` is",
+            "below it asks a fold in C order to beat that loop; `read` is one thread reading",
+            "the indices and updates and nothing else: a `target ms` below it asks one thread to",
+            "fold faster than memory lets it read them. `skewed/uniform` is",
             "scatterkit's skewed time over its own uniform time (target 1.2).",
             "",
             hist,

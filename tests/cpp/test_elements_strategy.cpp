@@ -2,6 +2,7 @@
 // kind of call takes, and that every strategy gives the plain loop's result.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -249,6 +250,39 @@ TEST(ElementsStrategy, SplitsRangesToFoldByCost) {
       EXPECT_LE(first_range_of(heavy_first, k, threads),
                 first_range_of(heavy_first, k + 1, threads));
   EXPECT_EQ(first_range_of(heavy_first, 6, 6), 4);
+}
+
+// One thread folds updates in place only when ranges hot enough hold most of them: half of the
+// updates on 1% of the bins, the rest spread, still go by ranges (faster there), and so do
+// updates spread over half of the table.
+TEST(ElementsStrategy, FoldsInPlaceOnlyUpdatesMostlyOnHotRanges) {
+  using scatterkit::detail::HotShare;
+  using scatterkit::detail::sample_is_concentrated;
+  const int64_t bins = int64_t(1) << 24, n = 100000;
+  const int shift = scatterkit::detail::range_shift(bins, 4);
+  const int64_t ranges = bins >> shift;
+  const scatterkit::detail::IndexRange valid{0, bins};
+  std::mt19937_64 rng(7);
+  auto concentrated = [&](double hot_share, int64_t hot_bins) {
+    std::vector<int64_t> idx(static_cast<size_t>(n));
+    std::uniform_real_distribution<double> u;
+    for (auto& v : idx) v = int64_t(rng() % uint64_t(u(rng) < hot_share ? hot_bins : bins));
+    return sample_is_concentrated(idx.data(), n, bins, valid, shift, ranges);
+  };
+  for (int64_t hot_bins : {bins / 100, bins / 10}) {
+    for (double hot_share : {0.0, 0.3, 0.5})
+      EXPECT_FALSE(concentrated(hot_share, hot_bins)) << hot_share << " on " << hot_bins;
+    for (double hot_share : {0.7, 0.9, 1.0})
+      EXPECT_TRUE(concentrated(hot_share, hot_bins)) << hot_share << " on " << hot_bins;
+  }
+  EXPECT_FALSE(concentrated(1.0, bins / 2));
+  // The count's own check, on every update.
+  HotShare all_on_one(n, ranges);
+  all_on_one.add_range(n);
+  EXPECT_TRUE(all_on_one.concentrated());
+  HotShare spread(n, ranges);
+  for (int64_t r = 0; r < ranges; ++r) spread.add_range(n / ranges);
+  EXPECT_FALSE(spread.concentrated());
 }
 
 // float16 sums accumulate in float32 (a table); their min/max pick an operand (in place).

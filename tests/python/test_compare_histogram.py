@@ -88,6 +88,7 @@ def test_histogram_table():
             "floor": cell([0.001]),
             "scatterkit out=": cell([sk_ms / 1e3]),
             "bare loop": cell([0.009]),
+            "inputs read": cell([0.007]),
             "PyTorch": cell([peer_ms / 1e3]),
             "NumPy": cell([2 * peer_ms / 1e3]),
         }
@@ -103,6 +104,7 @@ def test_histogram_table():
     assert got["sk/best peer"] == "0.800" and got["best peer"] == "PyTorch"
     assert got["target"] == "0.8" and got["met"] == "yes" and got["skewed/uniform"] == ""
     assert got["target ms"] == "8" and got["bare loop ms"] == "9" and got["sk/bare loop"] == "0.889"
+    assert got["read ms"] == "7"
     got = dict(zip(head, [c.strip() for c in lines[3].split("|")[1:-1]]))
     assert got["skewed/uniform"] == "1.250 (>1.2)" and got["met"] == "no"
     got = dict(zip(head, [c.strip() for c in lines[4].split("|")[1:-1]]))
@@ -124,6 +126,20 @@ def test_bare_loop_folds_in_c_order(index_dtype):
     bare_loop.fold(got, idx, upd, "max")
     np.maximum.at(want, idx, upd)
     assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("index_dtype", [np.int64, np.int32])
+def test_inputs_read_sums_every_index_and_update_bit_pattern(index_dtype):
+    rng = np.random.default_rng(5)
+    idx = rng.integers(-(2**31), 2**31, 10_001).astype(index_dtype)
+    upd = rng.normal(0, 1, 10_001).astype(np.float32)
+    want = int(idx.astype(np.int64).astype(np.uint64).sum(dtype=np.uint64))
+    want ^= int(upd.view(np.uint32).astype(np.uint64).sum(dtype=np.uint64))
+    assert bare_loop.read(idx, upd) == want
+    with pytest.raises(ValueError, match="2 indices for 3 updates"):
+        bare_loop.read(idx[:2], upd[:3])
+    with pytest.raises(TypeError, match="float32"):
+        bare_loop.read(idx, upd.astype(np.float64))
 
 
 def test_bare_loop_refuses_what_it_cannot_fold():

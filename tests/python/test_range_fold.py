@@ -1,8 +1,8 @@
 """The fold by ranges: a 1-D histogram whose table is past the cache (16 MB and more).
 
 Its updates are written out by range of bins before each range is folded in cache
-(cpp/include/scatterkit/ops/elements/ranges.hpp); on one thread, updates concentrated on a few
-ranges fold in place instead. Either way it must give the bits of the C-order fold
+(cpp/include/scatterkit/ops/elements/ranges.hpp); on one thread, updates mostly on a few ranges
+fold in place instead. Either way it must give the bits of the C-order fold
 (``ufunc.at`` walks its indices in order) at any thread count, wrap negative indices, and
 leave ``out`` untouched when an index is bad, which it finds before writing anything.
 """
@@ -25,13 +25,14 @@ def histogram_inputs(bins: int, n: int, dtype, hot: bool = False, seed: int = 5)
     """Data, indices and updates; some indices negative, and many updates per target bin.
 
     Spread: the targets are 4,096 bins a fixed step apart, so every range gets its share.
-    Hot: half of the updates on 64 bins, which one thread folds in place instead.
+    Hot: three quarters of the updates on 64 bins, which one thread folds in place instead.
     """
     rng = np.random.default_rng(seed)
     step = bins // 4096
     indices = rng.integers(0, 4096, n) * step + rng.integers(0, 3, n)
     if hot:
-        indices[::2] = rng.integers(0, 64, (n + 1) // 2)
+        on_hot = np.arange(n) % 4 != 0
+        indices[on_hot] = rng.integers(0, 64, int(on_hot.sum()))
     negative = rng.random(n) < 0.1
     indices[negative] -= bins
     data = rng.normal(0.0, 100.0, bins).astype(dtype)

@@ -54,35 +54,46 @@ struct RangeEntry {
   T value;
 };
 
-// A range holding this many times its share of the updates makes a one-thread call
-// concentrated: its hot bins stay in cache for the in-place fold, which then beats writing the
-// updates out (half of the updates on 1% of the bins: 1.1-1.3x slower by ranges on one thread;
-// on two, going by ranges was faster still, bench/README.md).
-constexpr int64_t kRangeFoldMaxShare = 8;
+// Updates concentrated enough for one thread to fold them in place: the ranges holding more
+// than kRangeFoldHotShare times their share of them together hold more than
+// kRangeFoldHotPercent percent. Those bins then mostly stay in cache for the in-place fold,
+// which beats writing their updates out; with less on them, the rest of the updates miss to
+// memory in place and going by ranges wins (1 thread, updates on 1% or 10% of the bins and the
+// rest spread: crossing over at 50-60% on them, bench/README.md).
+constexpr int64_t kRangeFoldHotShare = 4;
+constexpr int64_t kRangeFoldHotPercent = 55;
 
 enum class RangeFold { kFolded, kBadIndex, kConcentrated };
 
-// Whether `most` of `total` updates in one of `ranges` ranges is past kRangeFoldMaxShare shares.
-inline bool is_concentrated(int64_t most, int64_t total, int64_t ranges) {
-  return most * ranges > kRangeFoldMaxShare * total;
-}
+// Sums the updates on hot ranges (see above) of `total` updates in `ranges` ranges.
+class HotShare {
+ public:
+  HotShare(int64_t total, int64_t ranges) : total_(total), ranges_(ranges) {}
+  void add_range(int64_t count) {
+    if (count * ranges_ > kRangeFoldHotShare * total_) on_hot_ += count;
+  }
+  bool concentrated() const { return on_hot_ * 100 > kRangeFoldHotPercent * total_; }
+
+ private:
+  int64_t total_, ranges_, on_hot_ = 0;
+};
 
 // Indices sampled, evenly spaced, to find concentrated updates before counting them all.
 constexpr int64_t kRangeFoldSamples = 4096;
 
-// Whether some range holds more than kRangeFoldMaxShare times its share of a sample of the
-// indices (bad ones left out: the count finds them).
+// Whether a sample of the indices is concentrated (bad ones left out: the count finds them).
 template <class KI>
 bool sample_is_concentrated(const KI* idx, int64_t n, int64_t size, IndexRange valid, int shift,
                             int64_t ranges) {
   const int64_t samples = std::min(n, kRangeFoldSamples);
   std::vector<int32_t> count(size_t(ranges), 0);
-  int32_t most = 0;
   for (int64_t s = 0; s < samples; ++s) {
     const KI v = idx[s * n / samples];
-    if (valid(v)) most = std::max(most, ++count[size_t(wrap_index(v, size) >> shift)]);
+    if (valid(v)) ++count[size_t(wrap_index(v, size) >> shift)];
   }
-  return is_concentrated(most, samples, ranges);
+  HotShare share(samples, ranges);
+  for (const int32_t c : count) share.add_range(c);
+  return share.concentrated();
 }
 
 // The bin of index v in a table of `size` (negative indices wrap); false if `valid` rejects v.
@@ -178,7 +189,8 @@ RangeFold fold_line_by_ranges(const KI* idx, const T* upd, const T* data, T* out
   });
   if (bad.load()) return RangeFold::kBadIndex;
   std::vector<int64_t> start(size_t(ranges + 1));
-  int64_t place = 0, most = 0;
+  int64_t place = 0;
+  HotShare share(n, ranges);
   for (int64_t r = 0; r < ranges; ++r) {
     start[size_t(r)] = place;
     for (int64_t k = 0; k < parts; ++k) {
@@ -187,10 +199,10 @@ RangeFold fold_line_by_ranges(const KI* idx, const T* upd, const T* data, T* out
       c = place;
       place += count;
     }
-    most = std::max(most, place - start[size_t(r)]);
+    share.add_range(place - start[size_t(r)]);
   }
   // Concentrated updates the sample missed.
-  if (may_decline && is_concentrated(most, n, ranges)) return RangeFold::kConcentrated;
+  if (may_decline && share.concentrated()) return RangeFold::kConcentrated;
   start[size_t(ranges)] = place;
   // On huge pages: each range's entries are written at random among a thousand places,
   // which with 4 KB pages would miss the TLB as well.
