@@ -457,7 +457,8 @@ TEST(ScatterElementsUpdate, FloatHistogramMeanMatchesReferenceBitwise) {
 // A 1-D histogram whose table stays in cache folds in fold_line_streaming (histogram.hpp):
 // steps of 64 updates and a tail, the inputs fetched ahead, the rest of the line wrapping
 // every index after a few negative ones, a float max's steps without a NaN update as bare
-// selects; with 2 threads a max splits the line in two parts.
+// selects, a table of 1 MB and more with each target fetched ahead too; with 2 threads a max
+// splits the line in two parts.
 // Float sum and max must match the C-order fold bitwise (max keeps the first of -0 and +0
 // and the first NaN), and a bad index anywhere throws with out left as it was.
 // nan_every: one update in about that many is a NaN (a rare one leaves most steps of 64
@@ -526,7 +527,12 @@ void check_streaming_histogram(int64_t size, int64_t n, uint32_t seed, uint32_t 
 TEST(ScatterElementsUpdate, StreamingHistogramMatchesReferenceBitwise) {
   const int before = scatterkit::get_num_threads();
   for (const auto& [size, n] :
-       {std::pair<int64_t, int64_t>{1, 63}, {1, 64}, {1, 65}, {97, 5000}, {4096, 20011}}) {
+       {std::pair<int64_t, int64_t>{1, 63},
+        {1, 64},
+        {1, 65},
+        {97, 5000},
+        {4096, 20011},
+        {(int64_t(1) << 18) + 3, 1100000}}) {  // the last past kStreamFetchTargetsMinBytes
     for (uint32_t nan_every : {10u, 3000u}) {
       check_streaming_histogram<int32_t>(size, n, uint32_t(size + n), nan_every);
       check_streaming_histogram<int64_t>(size, n, uint32_t(size * n), nan_every);
