@@ -257,7 +257,7 @@ TEST(ElementsStrategy, SplitsRangesToFoldByCost) {
 // updates spread over half of the table.
 TEST(ElementsStrategy, FoldsInPlaceOnlyUpdatesMostlyOnHotRanges) {
   using scatterkit::detail::HotShare;
-  using scatterkit::detail::sample_is_concentrated;
+  using scatterkit::detail::sample_share;
   const int64_t bins = int64_t(1) << 24, n = 100000;
   const int shift = scatterkit::detail::range_shift(bins, 4);
   const int64_t ranges = bins >> shift;
@@ -267,7 +267,7 @@ TEST(ElementsStrategy, FoldsInPlaceOnlyUpdatesMostlyOnHotRanges) {
     std::vector<int64_t> idx(static_cast<size_t>(n));
     std::uniform_real_distribution<double> u;
     for (auto& v : idx) v = int64_t(rng() % uint64_t(u(rng) < hot_share ? hot_bins : bins));
-    return sample_is_concentrated(idx.data(), n, bins, valid, shift, ranges);
+    return sample_share(idx.data(), n, bins, valid, shift, ranges).concentrated();
   };
   for (int64_t hot_bins : {bins / 100, bins / 10}) {
     for (double hot_share : {0.0, 0.3, 0.5})

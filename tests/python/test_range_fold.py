@@ -21,18 +21,18 @@ BINS = (1 << 22) + 1001
 UPDATES = 400_000
 
 
-def histogram_inputs(bins: int, n: int, dtype, hot: bool = False, seed: int = 5):
+def histogram_inputs(bins: int, n: int, dtype, hot: float = 0.0, seed: int = 5):
     """Data, indices and updates; some indices negative, and many updates per target bin.
 
-    Spread: the targets are 4,096 bins a fixed step apart, so every range gets its share.
-    Hot: three quarters of the updates on 64 bins, which one thread folds in place instead.
+    The targets are 4,096 bins a fixed step apart, so every range gets its share, except for
+    the share `hot` of the updates, on 64 bins: with half of them there the write-out fetches
+    its entries' lines ahead; with three quarters one thread folds in place instead.
     """
     rng = np.random.default_rng(seed)
     step = bins // 4096
     indices = rng.integers(0, 4096, n) * step + rng.integers(0, 3, n)
-    if hot:
-        on_hot = np.arange(n) % 4 != 0
-        indices[on_hot] = rng.integers(0, 64, int(on_hot.sum()))
+    on_hot = rng.random(n) < hot
+    indices[on_hot] = rng.integers(0, 64, int(on_hot.sum()))
     negative = rng.random(n) < 0.1
     indices[negative] -= bins
     data = rng.normal(0.0, 100.0, bins).astype(dtype)
@@ -45,7 +45,10 @@ def at_every_thread_count(call):
     return same_at_thread_counts(call, assert_same)
 
 
-@pytest.mark.parametrize("hot", [False, True], ids=["spread", "hot"])
+HOT_SHARES = pytest.mark.parametrize("hot", [0.0, 0.5, 0.75], ids=["spread", "half hot", "hot"])
+
+
+@HOT_SHARES
 @pytest.mark.parametrize("index_dtype", [np.int64, np.int32])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_float_sums_have_the_bits_of_the_c_order_fold(dtype, index_dtype, hot):
@@ -118,10 +121,10 @@ def test_out_and_in_place_give_the_returned_bits():
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("hot", [False, True], ids=["spread", "hot"])
+@HOT_SHARES
 @pytest.mark.parametrize("bad", [BINS, -BINS - 1])
 def test_a_bad_index_anywhere_leaves_out_untouched(bad, hot, threads):
-    sk.set_num_threads(threads)  # hot on one thread: the in-place fold
+    sk.set_num_threads(threads)  # 3/4 hot on one thread: the in-place fold
     data, indices, updates = histogram_inputs(BINS, UPDATES, np.float32, hot)
     indices[UPDATES - 3] = bad  # late: the other updates would already be folded
     for out_is_data in (False, True):

@@ -21,6 +21,7 @@
 #include "scatterkit/index.hpp"
 #include "scatterkit/ops/elements/walk.hpp"
 #include "scatterkit/parallel.hpp"
+#include "scatterkit/prefetch.hpp"
 #include "scatterkit/reduction.hpp"
 #include "scatterkit/scratch.hpp"
 
@@ -72,7 +73,9 @@ class HotShare {
   void add_range(int64_t count) {
     if (count * ranges_ > kRangeFoldHotShare * total_) on_hot_ += count;
   }
-  bool concentrated() const { return on_hot_ * 100 > kRangeFoldHotPercent * total_; }
+  // Whether more than `percent` percent of the updates are on hot ranges.
+  bool above(int64_t percent) const { return on_hot_ * 100 > percent * total_; }
+  bool concentrated() const { return above(kRangeFoldHotPercent); }
 
  private:
   int64_t total_, ranges_, on_hot_ = 0;
@@ -81,10 +84,10 @@ class HotShare {
 // Indices sampled, evenly spaced, to find concentrated updates before counting them all.
 constexpr int64_t kRangeFoldSamples = 4096;
 
-// Whether a sample of the indices is concentrated (bad ones left out: the count finds them).
+// The hot share of a sample of the indices (bad ones left out: the count finds them).
 template <class KI>
-bool sample_is_concentrated(const KI* idx, int64_t n, int64_t size, IndexRange valid, int shift,
-                            int64_t ranges) {
+HotShare sample_share(const KI* idx, int64_t n, int64_t size, IndexRange valid, int shift,
+                      int64_t ranges) {
   const int64_t samples = std::min(n, kRangeFoldSamples);
   std::vector<int32_t> count(size_t(ranges), 0);
   for (int64_t s = 0; s < samples; ++s) {
@@ -93,7 +96,7 @@ bool sample_is_concentrated(const KI* idx, int64_t n, int64_t size, IndexRange v
   }
   HotShare share(samples, ranges);
   for (const int32_t c : count) share.add_range(c);
-  return share.concentrated();
+  return share;
 }
 
 // The bin of index v in a table of `size` (negative indices wrap); false if `valid` rejects v.
@@ -125,17 +128,42 @@ bool count_part(const KI* idx, int64_t j0, int64_t j1, int64_t size, IndexRange 
 // 1.6-1.9x slower to write out (bench/README.md).
 constexpr int64_t kWriteOutBlock = 64;
 
+// Percent of the updates on hot ranges (HotShare) above which the write-out fetches each
+// entry's line into L2 a block ahead. Entries written at a fast pace to a few dozen places
+// are slow to write without (a fifth to a half of the write-out's time with a quarter to most
+// of the updates on hot ranges); spread updates, a few percent faster without (bench/README.md).
+constexpr int64_t kWriteOutFetchHotPercent = 25;
+
+// Takes the places of updates [b, b + len) from the counts at[]; Fetch: and fetches each
+// place's line of e into L2.
+template <bool Fetch, class T, class KI>
+SCATTERKIT_ALWAYS_INLINE void take_places(const KI* idx, int64_t b, int64_t len, int64_t size,
+                                          int shift, int64_t* at, const RangeEntry<T>* e,
+                                          int64_t* place) {
+  for (int64_t k = 0; k < len; ++k) {
+    place[k] = at[wrap_index(idx[b + k], size) >> shift]++;  // checked by count_part
+    if constexpr (Fetch) prefetch_l2(e + place[k]);
+  }
+}
+
 // Writes updates [j0, j1) out to their ranges, range r's from at[r] on (advanced as it goes).
-// Values as arguments for the same reason as count_part.
-template <class T, class KI>
+// Fetch: each block's places are taken, and their lines fetched, while the block before is
+// written. Values as arguments for the same reason as count_part.
+template <bool Fetch, class T, class KI>
 void write_out_part(const KI* idx, const T* upd, int64_t j0, int64_t j1, int64_t size, int shift,
                     int64_t* at, RangeEntry<T>* e) {
   const int64_t bin_mask = (int64_t(1) << shift) - 1;
-  int64_t place[kWriteOutBlock];
-  for (int64_t b = j0; b < j1; b += kWriteOutBlock) {
-    const int64_t len = std::min(kWriteOutBlock, j1 - b);
-    for (int64_t k = 0; k < len; ++k)
-      place[k] = at[wrap_index(idx[b + k], size) >> shift]++;  // checked by count_part
+  int64_t places[2][kWriteOutBlock];
+  if (Fetch && j0 < j1)
+    take_places<true>(idx, j0, std::min(kWriteOutBlock, j1 - j0), size, shift, at, e, places[0]);
+  for (int64_t b = j0, i = 0; b < j1; b += kWriteOutBlock, i ^= 1) {
+    const int64_t len = std::min(kWriteOutBlock, j1 - b), next = b + kWriteOutBlock;
+    int64_t* const place = places[i];
+    if (!Fetch)
+      take_places<false>(idx, b, len, size, shift, at, e, place);
+    else if (next < j1)
+      take_places<true>(idx, next, std::min(kWriteOutBlock, j1 - next), size, shift, at, e,
+                        places[i ^ 1]);
     for (int64_t k = 0; k < len; ++k)
       e[place[k]] = RangeEntry<T>{uint32_t(wrap_index(idx[b + k], size) & bin_mask), upd[b + k]};
   }
@@ -177,8 +205,8 @@ RangeFold fold_line_by_ranges(const KI* idx, const T* upd, const T* data, T* out
   // k - 1's, so every range's entries are in C order whatever the thread count.
   const int64_t parts = threads_for(n, input_bytes);
   const bool may_decline = parts == 1;
-  if (may_decline && sample_is_concentrated(idx, n, size, valid, shift, ranges))
-    return RangeFold::kConcentrated;
+  const HotShare sampled = sample_share(idx, n, size, valid, shift, ranges);
+  if (may_decline && sampled.concentrated()) return RangeFold::kConcentrated;
   std::vector<int64_t> next(size_t(parts * ranges), 0);  // part k's counts, then places
   std::atomic<bool> bad{false};
   parallel_for(parts, input_bytes, [&](int64_t k0, int64_t k1) {
@@ -208,10 +236,16 @@ RangeFold fold_line_by_ranges(const KI* idx, const T* upd, const T* data, T* out
   // which with 4 KB pages would miss the TLB as well.
   const ScratchArray<Entry> entries(n);
   Entry* const e = entries.get();
+  const bool fetch = sampled.above(kWriteOutFetchHotPercent);
   parallel_for(parts, input_bytes, [&](int64_t k0, int64_t k1) {
-    for (int64_t k = k0; k < k1; ++k)
-      write_out_part(idx, upd, n * k / parts, n * (k + 1) / parts, size, shift,
-                     next.data() + k * ranges, e);
+    for (int64_t k = k0; k < k1; ++k) {
+      const int64_t j0 = n * k / parts, j1 = n * (k + 1) / parts;
+      int64_t* const at = next.data() + k * ranges;
+      if (fetch)
+        write_out_part<true>(idx, upd, j0, j1, size, shift, at, e);
+      else
+        write_out_part<false>(idx, upd, j0, j1, size, shift, at, e);
+    }
   });
   const bool streaming = use_streaming_stores(table_bytes);
   std::vector<int64_t> cost_before(size_t(ranges + 1), 0);
