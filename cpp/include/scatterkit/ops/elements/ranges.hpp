@@ -128,7 +128,7 @@ bool count_part(const KI* idx, int64_t j0, int64_t j1, int64_t size, IndexRange 
 // 1.6-1.9x slower to write out (bench/README.md).
 constexpr int64_t kWriteOutBlock = 64;
 
-// Percent of the updates on hot ranges (HotShare) above which the write-out fetches each
+// Percent of the updates on hot ranges (HotShare, counted) above which the write-out fetches each
 // entry's line into L2 a block ahead. Entries written at a fast pace to a few dozen places
 // are slow to write without (a fifth to a half of the write-out's time with a quarter to most
 // of the updates on hot ranges); spread updates, a few percent faster without (bench/README.md).
@@ -205,8 +205,8 @@ RangeFold fold_line_by_ranges(const KI* idx, const T* upd, const T* data, T* out
   // k - 1's, so every range's entries are in C order whatever the thread count.
   const int64_t parts = threads_for(n, input_bytes);
   const bool may_decline = parts == 1;
-  const HotShare sampled = sample_share(idx, n, size, valid, shift, ranges);
-  if (may_decline && sampled.concentrated()) return RangeFold::kConcentrated;
+  if (may_decline && sample_share(idx, n, size, valid, shift, ranges).concentrated())
+    return RangeFold::kConcentrated;
   std::vector<int64_t> next(size_t(parts * ranges), 0);  // part k's counts, then places
   std::atomic<bool> bad{false};
   parallel_for(parts, input_bytes, [&](int64_t k0, int64_t k1) {
@@ -236,7 +236,7 @@ RangeFold fold_line_by_ranges(const KI* idx, const T* upd, const T* data, T* out
   // which with 4 KB pages would miss the TLB as well.
   const ScratchArray<Entry> entries(n);
   Entry* const e = entries.get();
-  const bool fetch = sampled.above(kWriteOutFetchHotPercent);
+  const bool fetch = share.above(kWriteOutFetchHotPercent);
   parallel_for(parts, input_bytes, [&](int64_t k0, int64_t k1) {
     for (int64_t k = k0; k < k1; ++k) {
       const int64_t j0 = n * k / parts, j1 = n * (k + 1) / parts;
