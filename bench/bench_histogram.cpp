@@ -25,13 +25,13 @@
 //                       ahead, as the library does.
 //    H_stream_fold/<m>: for the tables the library folds by streaming its inputs (up to
 //                       8 MB, histogram.hpp), its loop without validation, 1 thread,
-//                       uniform int64 indices, each step's inputs fetched into L1 as the
+//                       uniform int64 indices, each step's inputs fetched ahead as the
 //                       library does: `plain` folds (sum); `prefetch_l1` also fetches each
 //                       target into L1 32 updates ahead (tried for tables past L1, not kept);
 //                       `gather` reads each target, never writes it: what reaching the
 //                       targets from where the table lives costs on top of the inputs.
 // And once: H_read_inputs_<index>, one pass over the indices and updates; `/ahead` fetches
-// them into L1 256 updates ahead, as the library's streaming fold does (histogram.hpp): the
+// them ahead as the library's streaming fold does (histogram.hpp, prefetch_inputs_ahead): the
 // floor of any fold that reads its inputs once.
 //
 // Names read H_<reduction>_f32_<index>/<distribution>/bins:<n>/threads:<t>.
@@ -240,17 +240,14 @@ void H_stream_fold(benchmark::State& state, int64_t bins, StreamMode mode) {
   const int64_t* idx = iv.data();
   const float* upd = uv.data();
   float* out = t.out.data();
-  constexpr int64_t kStep = sk::detail::kStreamStep, kAheadBy = sk::detail::kStreamAheadUpdates;
+  constexpr int64_t kStep = sk::detail::kStreamStep;
   for (auto _ : state) {
     std::memcpy(out, t.data.data(), size_t(t.bytes()));
     uint32_t seen = 0;  // kGather: the targets' bits, xor-ed
     const uint32_t* bits = reinterpret_cast<const uint32_t*>(out);
     int64_t j = 0;
     for (; j + kStep <= n; j += kStep) {
-      if (j + kAheadBy + kStep <= n) {
-        sk::detail::prefetch_stream(idx + j + kAheadBy, kStep);
-        sk::detail::prefetch_stream(upd + j + kAheadBy, kStep);
-      }
+      sk::detail::prefetch_inputs_ahead(idx, upd, j, n);
       if (mode == StreamMode::kGather) {
         for (int64_t i = j; i < j + kStep; ++i) seen ^= bits[idx[i]];
       } else if (mode == StreamMode::kPrefetchL1 && j + kAhead + kStep <= n) {
@@ -328,15 +325,12 @@ void H_read_inputs(benchmark::State& state, bool ahead) {
 #pragma omp parallel for num_threads(threads) reduction(+ : sum) schedule(static)
       for (int64_t i = 0; i < n; ++i) sum += uint64_t(idx[i]) + bits[i];
     } else {
-      constexpr int64_t kStep = sk::detail::kStreamStep, kAheadBy = sk::detail::kStreamAheadUpdates;
+      constexpr int64_t kStep = sk::detail::kStreamStep;
       const int64_t steps = n / kStep;
 #pragma omp parallel for num_threads(threads) reduction(+ : sum) schedule(static)
       for (int64_t s = 0; s < steps; ++s) {
         const int64_t i0 = s * kStep;
-        if (i0 + kAheadBy + kStep <= n) {
-          sk::detail::prefetch_stream(idx + i0 + kAheadBy, kStep);
-          sk::detail::prefetch_stream(bits + i0 + kAheadBy, kStep);
-        }
+        sk::detail::prefetch_inputs_ahead(idx, bits, i0, n);
         for (int64_t i = i0; i < i0 + kStep; ++i) sum += uint64_t(idx[i]) + bits[i];
       }
       for (int64_t i = steps * kStep; i < n; ++i) sum += uint64_t(idx[i]) + bits[i];
