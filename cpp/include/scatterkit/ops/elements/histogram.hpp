@@ -163,6 +163,7 @@ bool fold_line_streaming_with(const KI* idx, const T* upd, T* table, int64_t n, 
   return fold_stream_run<true, false, false, Op>(idx, upd, table, j, n, size, valid, negatives);
 }
 
+// fold_line_streaming_with, fetching the targets of tables of kStreamFetchTargetsMinBytes and more.
 template <class Op, class T, class KI>
 bool fold_line_streaming(const KI* idx, const T* upd, T* table, int64_t n, int64_t size,
                          IndexRange valid) {
