@@ -247,7 +247,7 @@ void H_stream_fold(benchmark::State& state, int64_t bins, StreamMode mode) {
     const uint32_t* bits = reinterpret_cast<const uint32_t*>(out);
     int64_t j = 0;
     for (; j + kStep <= n; j += kStep) {
-      sk::detail::prefetch_inputs_ahead(idx, upd, j, n);
+      sk::detail::prefetch_inputs_ahead(j, n, idx, upd);
       if (mode == StreamMode::kGather) {
         for (int64_t i = j; i < j + kStep; ++i) seen ^= bits[idx[i]];
       } else if (mode == StreamMode::kPrefetchL1 && j + kAhead + kStep <= n) {
@@ -330,7 +330,7 @@ void H_read_inputs(benchmark::State& state, bool ahead) {
 #pragma omp parallel for num_threads(threads) reduction(+ : sum) schedule(static)
       for (int64_t s = 0; s < steps; ++s) {
         const int64_t i0 = s * kStep;
-        sk::detail::prefetch_inputs_ahead(idx, bits, i0, n);
+        sk::detail::prefetch_inputs_ahead(i0, n, idx, bits);
         for (int64_t i = i0; i < i0 + kStep; ++i) sum += uint64_t(idx[i]) + bits[i];
       }
       for (int64_t i = steps * kStep; i < n; ++i) sum += uint64_t(idx[i]) + bits[i];

@@ -252,6 +252,24 @@ TEST(ElementsStrategy, SplitsRangesToFoldByCost) {
   EXPECT_EQ(first_range_of(heavy_first, 6, 6), 4);
 }
 
+// A range's scratch sits at out's offset in its page, inside the block it is carved from,
+// whatever the offsets of the two (4K aliasing, ranges.hpp).
+TEST(ElementsStrategy, PlacesTheRangeScratchAtOutsPageOffset) {
+  using scatterkit::detail::at_page_offset_of;
+  using scatterkit::detail::kPageBytes;
+  std::vector<char> block(kPageBytes + 64 + 256);
+  std::vector<float> out(kPageBytes);
+  for (size_t block_shift : {size_t(0), size_t(4), size_t(16), size_t(63)})
+    for (size_t out_shift : {size_t(0), size_t(1), size_t(4), size_t(1000)}) {
+      char* b = block.data() + block_shift;
+      const float* like = out.data() + out_shift;
+      const float* s = at_page_offset_of(b, like);
+      EXPECT_EQ(uintptr_t(s) % kPageBytes, uintptr_t(like) % kPageBytes);
+      EXPECT_GE(reinterpret_cast<const char*>(s), b);
+      EXPECT_LT(reinterpret_cast<const char*>(s), b + kPageBytes);
+    }
+}
+
 // One thread folds updates in place only when ranges hot enough hold most of them: half of the
 // updates on 1% of the bins, the rest spread, still go by ranges (faster there), and so do
 // updates spread over half of the table.

@@ -63,6 +63,21 @@ def test_float_sums_have_the_bits_of_the_c_order_fold(dtype, index_dtype, hot):
     assert_same(result, expected)
 
 
+@pytest.mark.parametrize("shift", [0, 1, 4, 17])
+def test_out_at_any_offset_in_its_page_gets_the_same_bits(shift):
+    # Each range's scratch takes out's offset in its page (ranges.hpp, at_page_offset_of).
+    data, indices, updates = histogram_inputs(BINS, UPDATES, np.float32, seed=11)
+    out = np.empty(BINS + shift, np.float32)[shift:]
+    result = at_every_thread_count(
+        lambda: sk.scatter_elements_update(
+            data, indices, updates, 0, reduction="sum", out=out
+        ).copy()
+    )
+    expected = data.copy()
+    np.add.at(expected, indices, updates)
+    assert_same(result, expected)
+
+
 @pytest.mark.parametrize("reduction", ["max", "min"])
 def test_min_and_max_keep_the_oracles_nans_and_signed_zeros(reduction):
     # Few updates, for the pure-Python oracle: still one per 64 bins, so this call goes by ranges.

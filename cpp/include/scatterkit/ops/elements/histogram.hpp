@@ -28,17 +28,6 @@ constexpr int64_t kStreamingFoldMaxBytes = int64_t(8) << 20;
 // last-level-cache hit whose latency the loop otherwise waits for.
 constexpr int64_t kStreamFetchTargetsMinBytes = int64_t(1) << 20;
 
-// The indices and updates are fetched in two stages: from memory into L2 kStreamFarUpdates
-// ahead, then from L2 into L1 kStreamNearUpdates ahead (one core's hardware prefetchers alone
-// leave the input streams short of the memory's bandwidth). A fetch into L1 holds one of the
-// core's few L1 miss buffers until its line arrives: fetched from memory it held them for the
-// whole trip, which left the targets that miss L1 too few (bench/README.md).
-constexpr int64_t kStreamFarUpdates = 1024;
-constexpr int64_t kStreamNearUpdates = 128;
-
-// Updates per step of the streaming loop: each step fetches the cache lines of the steps
-// kStreamFarUpdates and kStreamNearUpdates ahead, once each.
-constexpr int64_t kStreamStep = 64;
 // A step that fetches its inputs into L1 may fetch its targets (kPrefetchDistance ahead).
 static_assert(kStreamNearUpdates >= kPrefetchDistance);
 
@@ -46,32 +35,6 @@ static_assert(kStreamNearUpdates >= kPrefetchDistance);
 inline bool streams_line(const ElementsLayout& l, int64_t table_bytes) {
   return l.outer == 1 && l.inner == 1 && l.axis_stride == 1 && l.inner_offset.empty() &&
          l.outer_offset.empty() && table_bytes <= kStreamingFoldMaxBytes;
-}
-
-// Fetches the cache lines of n elements at p into L1, or into L2 (ToL2).
-template <bool ToL2, class E>
-SCATTERKIT_ALWAYS_INLINE void prefetch_stream(const E* p, int64_t n) {
-  const uintptr_t first = uintptr_t(p), end = first + uint64_t(n) * sizeof(E);
-  for (uintptr_t line = first & ~uintptr_t(63); line < end; line += 64) {
-    if constexpr (ToL2)
-      prefetch_l2(line);
-    else
-      prefetch_l1(line);
-  }
-}
-
-// Fetches the inputs a and b of the steps kStreamFarUpdates (into L2) and kStreamNearUpdates
-// (into L1) after the one at j, where they exist; false when the near one does not.
-template <class A, class B>
-SCATTERKIT_ALWAYS_INLINE bool prefetch_inputs_ahead(const A* a, const B* b, int64_t j, int64_t n) {
-  if (j + kStreamFarUpdates + kStreamStep <= n) {
-    prefetch_stream<true>(a + j + kStreamFarUpdates, kStreamStep);
-    prefetch_stream<true>(b + j + kStreamFarUpdates, kStreamStep);
-  }
-  if (j + kStreamNearUpdates + kStreamStep > n) return false;
-  prefetch_stream<false>(a + j + kStreamNearUpdates, kStreamStep);
-  prefetch_stream<false>(b + j + kStreamNearUpdates, kStreamStep);
-  return true;
 }
 
 // A float min or max whose updates hold no NaN folds as a bare compare and select: the test of
@@ -144,7 +107,7 @@ bool fold_line_streaming_with(const KI* idx, const T* upd, T* table, int64_t n, 
                               IndexRange valid) {
   int64_t j = 0, negatives = 0;
   for (; j + kStreamStep <= n; j += kStreamStep) {
-    if (!prefetch_inputs_ahead(idx, upd, j, n) && Fetch) break;  // targets ahead: past n
+    if (!prefetch_inputs_ahead(j, n, idx, upd) && Fetch) break;  // targets ahead: past n
     if constexpr (selects_without_nan_v<Op, T>) {
       if (negatives < kFastLoopMisses && !step_has_nan(upd + j, kStreamStep)) {
         if (!fold_stream_run<false, true, Fetch, Op>(idx, upd, table, j, j + kStreamStep, size,
