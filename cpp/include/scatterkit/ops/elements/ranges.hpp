@@ -198,9 +198,10 @@ T* at_page_offset_of(char* block, const T* like) {
 }
 
 // What folding a range costs next to copying one of its bins through the scratch: an entry
-// is read and folded into a random bin in cache, a bin is copied in and streamed out; an
-// entry costs about ten bins (bench/README.md, Kernel choices).
-constexpr int64_t kEntryCostInBins = 8;
+// is read and folded into a random bin in cache, a bin is copied in and streamed out. With the
+// entries read ahead (fold_range), an entry costs about two bins at 16M bins and four at 128M
+// on two threads (bench/README.md, Kernel choices).
+constexpr int64_t kEntryCostInBins = 3;
 
 // The first range of thread k of `threads` when the ranges are split between them by cost
 // (kEntryCostInBins), not by count: updates concentrated on a few ranges would otherwise
