@@ -30,6 +30,14 @@
 //                       target into L1 32 updates ahead (tried for tables past L1, not kept);
 //                       `gather` reads each target, never writes it: what reaching the
 //                       targets from where the table lives costs on top of the inputs.
+//    H_range_pass/<pass>: for the tables the library folds by ranges (16 MB and more,
+//                       ranges.hpp), each pass of fold_line_by_ranges alone, 1 thread,
+//                       int64 indices, sum, through the library's own functions: `count`
+//                       (the updates counted by range), `write_out` (written out to their
+//                       ranges), `copy_through` (each range copied into the scratch and
+//                       streamed to out, nothing folded) and `fold` (the same with each
+//                       range's updates folded in): where a call's time goes, beside what
+//                       memory allows (H_memcpy, H_read_inputs).
 // And once: H_read_inputs_<index>, one pass over the indices and updates; `/ahead` fetches
 // them ahead as the library's streaming fold does (histogram.hpp, prefetch_inputs_ahead): the
 // floor of any fold that reads its inputs once.
@@ -340,6 +348,91 @@ void H_read_inputs(benchmark::State& state, bool ahead) {
   state.SetBytesProcessed(state.iterations() * n * int64_t(sizeof(I) + sizeof(float)));
 }
 
+enum class RangePass { kCount, kWriteOut, kCopyThrough, kFold };
+
+const char* range_pass_name(RangePass p) {
+  switch (p) {
+    case RangePass::kCount: return "count";
+    case RangePass::kWriteOut: return "write_out";
+    case RangePass::kCopyThrough: return "copy_through";
+    case RangePass::kFold: return "fold";
+  }
+  return "?";
+}
+
+// One table size's and distribution's updates counted and written out by range, as
+// fold_line_by_ranges does on one thread, for the passes that follow them.
+struct RangesDone {
+  using Entry = sk::detail::RangeEntry<float>;
+  int shift = 0;
+  int64_t ranges = 0;
+  std::vector<int64_t> start;  // range r's entries: [start[r], start[r + 1])
+  bool fetch = false;          // whether the write-out fetches its entries' lines ahead
+  sk::detail::ScratchArray<Entry> entries;
+
+  RangesDone(int64_t bins, const std::vector<int64_t>& idx, const float* upd)
+      : entries(int64_t(idx.size())) {
+    const int64_t n = int64_t(idx.size());
+    shift = sk::detail::range_shift(bins, int64_t(sizeof(float)));
+    ranges = ((bins - 1) >> shift) + 1;
+    std::vector<int64_t> count(size_t(ranges), 0);
+    sk::detail::count_part(idx.data(), 0, n, bins, {0, bins}, shift, count.data());
+    start.assign(size_t(ranges + 1), 0);
+    sk::detail::HotShare share(n, ranges);
+    for (int64_t r = 0; r < ranges; ++r) {
+      start[size_t(r + 1)] = start[size_t(r)] + count[size_t(r)];
+      share.add_range(count[size_t(r)]);
+    }
+    fetch = share.above(sk::detail::kWriteOutFetchHotPercent);
+    write_out(idx.data(), upd, n, bins);
+  }
+
+  void write_out(const int64_t* idx, const float* upd, int64_t n, int64_t bins) {
+    std::vector<int64_t> at(start.begin(), start.end() - 1);
+    if (fetch)
+      sk::detail::write_out_part<true>(idx, upd, 0, n, bins, shift, at.data(), entries.get());
+    else
+      sk::detail::write_out_part<false>(idx, upd, 0, n, bins, shift, at.data(), entries.get());
+  }
+};
+
+void H_range_pass(benchmark::State& state, int64_t bins, RangePass pass, Dist d) {
+  Table& t = table(bins);
+  const std::vector<int64_t>& idx = indices(bins, d).i64;
+  const float* upd = updates().data();
+  const int64_t n = int64_t(idx.size());
+  static std::map<std::pair<int64_t, int>, std::unique_ptr<RangesDone>> done;
+  std::unique_ptr<RangesDone>& r = done[{bins, int(d)}];
+  if (!r) r = std::make_unique<RangesDone>(bins, idx, upd);
+  const int64_t range_bins = int64_t(1) << r->shift;
+  const std::unique_ptr<char[]> block(
+      new char[size_t(range_bins) * sizeof(float) + sk::detail::kPageBytes]);
+  float* const s = sk::detail::at_page_offset_of(block.get(), t.out.data());
+  std::vector<int64_t> count(size_t(r->ranges));
+  for (auto _ : state) {
+    if (pass == RangePass::kCount) {
+      std::fill(count.begin(), count.end(), 0);
+      sk::detail::count_part(idx.data(), 0, n, bins, {0, bins}, r->shift, count.data());
+      benchmark::DoNotOptimize(count.data());
+    } else if (pass == RangePass::kWriteOut) {
+      r->write_out(idx.data(), upd, n, bins);
+    } else {
+      for (int64_t k = 0; k < r->ranges; ++k) {
+        const int64_t b = k << r->shift, len = std::min(range_bins, bins - b);
+        std::memcpy(s, t.data.data() + b, size_t(len) * sizeof(float));
+        if (pass == RangePass::kFold)
+          sk::detail::fold_range<sk::detail::SumOp<float>>(
+              r->entries.get() + r->start[size_t(k)], r->start[size_t(k + 1)] - r->start[size_t(k)],
+              s);
+        sk::detail::with_writer(true, t.out.data() + b, [&](auto& writer) {
+          writer.write(s, size_t(len) * sizeof(float));
+        });
+      }
+    }
+    benchmark::ClobberMemory();
+  }
+}
+
 void one_thread(benchmark::internal::Benchmark* b) {
   b->ArgNames({"threads"})->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 }
@@ -385,6 +478,14 @@ bool register_all() {
             (std::string("H_stream_fold/") + stream_mode_name(m) + b).c_str(), H_stream_fold, bins,
             m)
             ->Apply(one_thread);
+    if (bins * int64_t(sizeof(float)) >= sk::detail::kRangeFoldMinBytes)
+      for (RangePass p :
+           {RangePass::kCount, RangePass::kWriteOut, RangePass::kCopyThrough, RangePass::kFold})
+        for (Dist d : {Dist::kUniform, Dist::kSkewed})
+          benchmark::RegisterBenchmark(
+              (std::string("H_range_pass/") + range_pass_name(p) + "/" + dist_name(d) + b).c_str(),
+              H_range_pass, bins, p, d)
+              ->Apply(one_thread);
     for (auto [r, rname] : {std::pair{Reduction::kSum, "sum"}, std::pair{Reduction::kMax, "max"}}) {
       register_kernels<int64_t>(bins, r, rname);
       register_kernels<int32_t>(bins, r, rname);
