@@ -22,11 +22,13 @@ ctest --preset release
 echo "tests took $((SECONDS - step_start)) s"
 
 section "C++ benchmarks (bench/README.md): a short run"
-for b in scatter_update scatter_elements_update scatter_nd_update slice_scatter; do
+for b in scatter_update scatter_elements_update scatter_nd_update slice_scatter histogram; do
   build/release/bench/bench_$b --benchmark_list_tests >/dev/null
 done
 OMP_WAIT_POLICY=PASSIVE build/release/bench/bench_scatter_elements_update \
   --benchmark_filter='W2_f32_i64/none.*threads:1|bound_W2' --benchmark_min_time=0.05
+SCATTERKIT_HISTOGRAM_UPDATES=100000 OMP_WAIT_POLICY=PASSIVE build/release/bench/bench_histogram \
+  --benchmark_filter='H_range_pass/.*/bins:16777216/' --benchmark_min_time=0.05
 
 section "Install into a temporary prefix"
 prefix="$work/prefix"
