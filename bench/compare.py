@@ -79,14 +79,16 @@ IMPLS = [
     "baseline",  # with --baseline only: the scatterkit call through the build under DIR
     "bare loop",  # family H only: the serial loop in C, no check (bare_loop.py)
     "inputs read",  # family H only: one thread reading the indices and updates (bare_loop.py)
+    "sk uniform",  # family H skewed rows only: scatterkit out= on the uniform row's indices
     "OpenVINO",
     "PyTorch",
     "ONNX Runtime",
     "NumPy",
 ]
 PEERS = ["OpenVINO", "PyTorch", "ONNX Runtime", "NumPy"]
-# Rows that give no output to check: the floors.
-UNCHECKED = ("floor", "inputs read")
+# Rows that give no output to check: the floors, and a skewed row's uniform call (another
+# histogram).
+UNCHECKED = ("floor", "inputs read", "sk uniform")
 # Above this many input bytes, peers run one at a time (each interleaved with the floor and
 # scatterkit) and are freed in between: their copies of W1's 1.5 GB updates add up.
 SERIAL_PEER_BYTES = 1 << 30
@@ -207,6 +209,9 @@ class Case:
     numpy_key: Any = None  # the NumPy index expression that addresses the targets
     dup_mask: np.ndarray | None = None  # True where several updates hit one element
     distinct: int = 0  # elements of data hit by at least one update
+    # Family H skewed rows: the uniform row's indices (same table size and index type), so that
+    # the skew ratio's two times come from the same rounds.
+    uniform_indices: np.ndarray | None = None
     pristine: tuple[int, ...] = ()  # fingerprint of the inputs as made
 
     def __post_init__(self) -> None:
@@ -261,11 +266,18 @@ def make_histogram_case(w: Workload, quick: bool) -> Case:
     """Family H: a table of zeros, the indices (the same values for int64 and int32) and
     float32 updates in [0, 1). No duplicate mask: every H workload has a reduction."""
     n = HISTOGRAM_QUICK_UPDATES if quick else HISTOGRAM_UPDATES
-    rng = np.random.default_rng([SEED, 33, w.bins, int(w.skewed)])
-    indices = histogram_indices(n, w.bins, w.skewed, rng).astype(w.index_dtype)
+
+    def indices_of(skewed: bool) -> np.ndarray:
+        rng = np.random.default_rng([SEED, 33, w.bins, int(skewed)])
+        return histogram_indices(n, w.bins, skewed, rng).astype(w.index_dtype)
+
+    indices = indices_of(w.skewed)
     updates = np.random.default_rng([SEED, 33, 0]).random(n, dtype=np.float32)
     data = np.zeros(w.bins, np.dtype(w.dtype))
-    return Case(data, indices, updates.astype(w.dtype, copy=False), 0, None, (indices,))
+    case = Case(data, indices, updates.astype(w.dtype, copy=False), 0, None, (indices,))
+    if w.skewed:
+        case.uniform_indices = indices_of(False)
+    return case
 
 
 def make_case(w: Workload, quick: bool) -> Case:
@@ -519,6 +531,19 @@ def setup_bare_loop(w: Workload, c: Case, threads: int):
         return out
 
     return run
+
+
+def setup_sk_uniform(w: Workload, c: Case, threads: int):
+    """Family H skewed rows: `scatterkit out=` on the uniform row's indices, in the same rounds
+    as the skewed call, for the skew ratio (a ratio of two times taken minutes apart moved
+    with whatever else the machine ran in between)."""
+    if c.uniform_indices is None:
+        return NotAvailable("skewed family H rows only")
+    out = np.zeros_like(c.data)
+    idx = c.uniform_indices
+    return lambda: sk.scatter_elements_update(
+        c.data, idx, c.updates, c.axis, reduction=w.reduction, out=out
+    )
 
 
 def setup_inputs_read(w: Workload, c: Case, threads: int):
@@ -790,6 +815,7 @@ SETUP: dict[str, Callable] = {
     "baseline": setup_baseline,
     "bare loop": setup_bare_loop,
     "inputs read": setup_inputs_read,
+    "sk uniform": setup_sk_uniform,
     "OpenVINO": setup_openvino,
     "PyTorch": setup_torch,
     "ONNX Runtime": setup_ort,
@@ -974,7 +1000,7 @@ def run_workload(w, c, threads, peers, repeats, budget, sk_reference) -> dict[st
     if BASELINE is not None:
         own.append("baseline")
     if w.group == "H":
-        own += ["bare loop", "inputs read"]
+        own += ["bare loop", "inputs read"] + (["sk uniform"] if w.skewed else [])
     serial = c.data.nbytes + c.updates.nbytes > SERIAL_PEER_BYTES
     if serial:  # one peer at a time, each interleaved with the floor and scatterkit
         for peer in peers or [None]:
@@ -1173,20 +1199,16 @@ def last_level_cache_bytes() -> int | None:
 def histogram_table(rows: list[Row], llc: int | None = None) -> str:
     """Family H: scatterkit (`out=`) against the fastest peer per row, and each skewed row
     against scatterkit's own time on the uniform indices of the same size, reduction, index
-    type and thread count. `target` is issue 33's bound on sk/best peer: 0.5 for tables
-    larger than the last-level cache (`llc` bytes), else 0.8, and `target ms` the time it
-    allows; `skew target` is 1.2. `bare loop ms` is the serial loop in C (bare_loop.py) in
-    the same rounds: a `target ms` below it asks a fold in C order to beat that loop; `read
-    ms` is one thread reading the indices and updates: a `target ms` below it asks one thread
-    to fold faster than memory lets it read them."""
+    type and thread count, timed in the same rounds (`sk uniform`). `target` is issue 33's
+    bound on sk/best peer: 0.5 for tables larger than the last-level cache (`llc` bytes), else
+    0.8, and `target ms` the time it allows; `skew target` is 1.2. `bare loop ms` is the
+    serial loop in C (bare_loop.py) in the same rounds: a `target ms` below it asks a fold in
+    C order to beat that loop; `read ms` is one thread reading the indices and updates: a
+    `target ms` below it asks one thread to fold faster than memory lets it read them."""
     hist = [r for r in rows if r.workload.group == "H"]
     if not hist:
         return ""
 
-    def key(row: Row) -> tuple[int, str, str, int]:
-        return (row.workload.bins, row.workload.reduction, row.workload.index_dtype, row.threads)
-
-    uniform = {key(r): r.median(r.sk_impl) for r in hist if not r.workload.skewed}
     headers = ["bins", "red", "index", "indices", "thr", "memcpy ms", "sk out= ms"]
     headers += ["best peer ms", "best peer", "sk/best peer", "target", "met", "target ms"]
     headers += ["bare loop ms", "sk/bare loop", "read ms", "skewed/uniform"]
@@ -1201,7 +1223,7 @@ def histogram_table(rows: list[Row], llc: int | None = None) -> str:
         target = 0.5 if llc is not None and w.bins * np.dtype(w.dtype).itemsize > llc else 0.8
         skew = ""
         if w.skewed:
-            own = ratio(sk_t, uniform.get(key(row)))
+            own = ratio(sk_t, row.median("sk uniform"))
             skew = fmt_ratio(own) + ("" if own is None or own <= 1.2 else " (>1.2)")
         peer_ms = peer_cells(row)
         out.append(
@@ -1377,7 +1399,7 @@ def plot(rows: list[Row], threads: list[int], path: Path) -> str:
         return "matplotlib not installed: no chart"
     every = [i for i in IMPLS if i != "floor"]
     palette = ["#1b7837", "#7fbf7b", "#a6dba0", "#b2182b"]  # scatterkit's rows, the baseline
-    palette += ["#4d4d4d", "#bababa"]  # the bare loop, the inputs read
+    palette += ["#4d4d4d", "#bababa", "#d9f0d3"]  # the bare loop, the inputs read, sk uniform
     palette += ["#762a83", "#e08214", "#2166ac", "#999999"]  # the peers
     colors = dict(zip(every, palette))
     # Only what ran (the baseline, say, runs with --baseline only), each in its own color.
@@ -1519,7 +1541,8 @@ def write_results(path: Path, rows, args, peers, missing, started, elapsed, load
             "below it asks a fold in C order to beat that loop; `read` is one thread reading",
             "the indices and updates and nothing else: a `target ms` below it asks one thread to",
             "fold faster than memory lets it read them. `skewed/uniform` is",
-            "scatterkit's skewed time over its own uniform time (target 1.2).",
+            "scatterkit's skewed time over its time on the uniform row's indices, timed in the",
+            "same rounds (`sk uniform`; target 1.2).",
             "",
             hist,
             "",

@@ -4,6 +4,7 @@ the hand-written results section a rewrite of RESULTS.md keeps. One subprocess r
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import subprocess
 import sys
@@ -75,12 +76,18 @@ def test_histogram_case_same_values_for_both_index_types():
     assert np.array_equal(a.indices, b.indices) and np.array_equal(a.updates, b.updates)
     assert a.data.shape == (4096,) and not a.data.any()
     assert a.indices.size == compare.HISTOGRAM_QUICK_UPDATES
+    # A skewed case carries its uniform row's indices, for the skew ratio in the same rounds.
+    uniform = compare.make_case(dataclasses.replace(w64, skewed=False), True)
+    assert uniform.uniform_indices is None
+    assert np.array_equal(a.uniform_indices, uniform.indices)
+    assert b.uniform_indices.dtype == np.int32
+    assert np.array_equal(b.uniform_indices, uniform.indices)
 
 
 def test_histogram_table():
     cell = compare.Cell
 
-    def row(bins, skewed, threads, sk_ms, peer_ms):
+    def row(bins, skewed, threads, sk_ms, peer_ms, uniform_ms=None):
         w = compare.Workload(
             "H", "H", "elements", "H", "sum", bins=bins, skewed=skewed, preallocated=True
         )
@@ -92,18 +99,26 @@ def test_histogram_table():
             "PyTorch": cell([peer_ms / 1e3]),
             "NumPy": cell([2 * peer_ms / 1e3]),
         }
+        if uniform_ms is not None:
+            cells["sk uniform"] = cell([uniform_ms / 1e3])
         return compare.Row(w, threads, cells, 1)
 
-    rows = [row(4096, False, 1, 8, 10), row(4096, True, 1, 10, 10), row(1 << 27, False, 1, 6, 10)]
+    # The skewed row's ratio is over its own `sk uniform` (8 ms, the same rounds), not over
+    # the uniform row's time (5 ms, other rounds).
+    rows = [
+        row(4096, False, 1, 5, 10),
+        row(4096, True, 1, 10, 10, uniform_ms=8),
+        row(1 << 27, False, 1, 6, 10),
+    ]
     text = compare.histogram_table(rows, llc=32 << 20)
     lines = text.splitlines()
     assert len(lines) == 2 + 3
     cols = [c.strip() for c in lines[2].split("|")[1:-1]]
     head = [c.strip() for c in lines[0].split("|")[1:-1]]
     got = dict(zip(head, cols))
-    assert got["sk/best peer"] == "0.800" and got["best peer"] == "PyTorch"
+    assert got["sk/best peer"] == "0.500" and got["best peer"] == "PyTorch"
     assert got["target"] == "0.8" and got["met"] == "yes" and got["skewed/uniform"] == ""
-    assert got["target ms"] == "8" and got["bare loop ms"] == "9" and got["sk/bare loop"] == "0.889"
+    assert got["target ms"] == "8" and got["bare loop ms"] == "9" and got["sk/bare loop"] == "0.556"
     assert got["read ms"] == "7"
     got = dict(zip(head, [c.strip() for c in lines[3].split("|")[1:-1]]))
     assert got["skewed/uniform"] == "1.250 (>1.2)" and got["met"] == "no"
