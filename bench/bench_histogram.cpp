@@ -404,10 +404,9 @@ void H_range_pass(benchmark::State& state, int64_t bins, RangePass pass, Dist d)
   static std::map<std::pair<int64_t, int>, std::unique_ptr<RangesDone>> done;
   std::unique_ptr<RangesDone>& r = done[{bins, int(d)}];
   if (!r) r = std::make_unique<RangesDone>(bins, idx, upd);
-  const int64_t range_bins = int64_t(1) << r->shift;
-  const std::unique_ptr<char[]> block(
-      new char[size_t(range_bins) * sizeof(float) + sk::detail::kPageBytes]);
-  float* const s = sk::detail::at_page_offset_of(block.get(), t.out.data());
+  // copy_through: the same pass with no entries to fold.
+  const std::vector<int64_t> no_entries(size_t(r->ranges + 1), 0);
+  const int64_t* start = pass == RangePass::kFold ? r->start.data() : no_entries.data();
   std::vector<int64_t> count(size_t(r->ranges));
   for (auto _ : state) {
     if (pass == RangePass::kCount) {
@@ -417,17 +416,8 @@ void H_range_pass(benchmark::State& state, int64_t bins, RangePass pass, Dist d)
     } else if (pass == RangePass::kWriteOut) {
       r->write_out(idx.data(), upd, n, bins);
     } else {
-      for (int64_t k = 0; k < r->ranges; ++k) {
-        const int64_t b = k << r->shift, len = std::min(range_bins, bins - b);
-        std::memcpy(s, t.data.data() + b, size_t(len) * sizeof(float));
-        if (pass == RangePass::kFold)
-          sk::detail::fold_range<sk::detail::SumOp<float>>(
-              r->entries.get() + r->start[size_t(k)], r->start[size_t(k + 1)] - r->start[size_t(k)],
-              s);
-        sk::detail::with_writer(true, t.out.data() + b, [&](auto& writer) {
-          writer.write(s, size_t(len) * sizeof(float));
-        });
-      }
+      sk::detail::fold_ranges<sk::detail::SumOp<float>>(t.data.data(), t.out.data(), bins, r->shift,
+                                                        r->entries.get(), start, 0, r->ranges);
     }
     benchmark::ClobberMemory();
   }

@@ -41,7 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
@@ -539,11 +539,9 @@ def setup_sk_uniform(w: Workload, c: Case, threads: int):
     with whatever else the machine ran in between)."""
     if c.uniform_indices is None:
         return NotAvailable("skewed family H rows only")
+    uniform = replace(c, indices=c.uniform_indices, uniform_indices=None)
     out = np.zeros_like(c.data)
-    idx = c.uniform_indices
-    return lambda: sk.scatter_elements_update(
-        c.data, idx, c.updates, c.axis, reduction=w.reduction, out=out
-    )
+    return lambda: sk_call(w, uniform, uniform.data, out)
 
 
 def setup_inputs_read(w: Workload, c: Case, threads: int):

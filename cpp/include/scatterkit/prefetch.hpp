@@ -61,10 +61,16 @@ inline void prefetch_l1(uintptr_t address) {
 #endif
 }
 
-// Every line that [p, p + bytes) touches.
-inline void prefetch_l2_range(const void* p, int64_t bytes) {
+// Every line that [p, p + bytes) touches, into L2, or into L1 (ToL2 false).
+template <bool ToL2 = true>
+SCATTERKIT_ALWAYS_INLINE void prefetch_range(const void* p, int64_t bytes) {
   const uintptr_t end = uintptr_t(p) + uint64_t(bytes);
-  for (uintptr_t line = uintptr_t(p) & ~uintptr_t(63); line < end; line += 64) prefetch_l2(line);
+  for (uintptr_t line = uintptr_t(p) & ~uintptr_t(63); line < end; line += 64) {
+    if constexpr (ToL2)
+      prefetch_l2(line);
+    else
+      prefetch_l1(line);
+  }
 }
 
 // Inputs read in order (a histogram's indices and updates, a range's written-out updates) are
@@ -80,27 +86,15 @@ constexpr int64_t kStreamNearUpdates = 128;
 // kStreamFarUpdates and kStreamNearUpdates ahead, once each.
 constexpr int64_t kStreamStep = 64;
 
-// Fetches the cache lines of n elements at p into L1, or into L2 (ToL2).
-template <bool ToL2, class E>
-SCATTERKIT_ALWAYS_INLINE void prefetch_stream(const E* p, int64_t n) {
-  const uintptr_t first = uintptr_t(p), end = first + uint64_t(n) * sizeof(E);
-  for (uintptr_t line = first & ~uintptr_t(63); line < end; line += 64) {
-    if constexpr (ToL2)
-      prefetch_l2(line);
-    else
-      prefetch_l1(line);
-  }
-}
-
 // Fetches the elements of each of the n-element inputs for the steps kStreamFarUpdates (into
 // L2) and kStreamNearUpdates (into L1) after the one at j, where they exist; false when the
 // near one does not.
 template <class... E>
 SCATTERKIT_ALWAYS_INLINE bool prefetch_inputs_ahead(int64_t j, int64_t n, const E*... inputs) {
   if (j + kStreamFarUpdates + kStreamStep <= n)
-    (prefetch_stream<true>(inputs + j + kStreamFarUpdates, kStreamStep), ...);
+    (prefetch_range<true>(inputs + j + kStreamFarUpdates, kStreamStep * int64_t(sizeof(E))), ...);
   if (j + kStreamNearUpdates + kStreamStep > n) return false;
-  (prefetch_stream<false>(inputs + j + kStreamNearUpdates, kStreamStep), ...);
+  (prefetch_range<false>(inputs + j + kStreamNearUpdates, kStreamStep * int64_t(sizeof(E))), ...);
   return true;
 }
 

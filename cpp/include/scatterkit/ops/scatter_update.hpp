@@ -177,7 +177,7 @@ inline void scatter_update_slabs(const char* data, char* out, const char* update
           if (j >= 0) {
             if (t + ahead < targets && winner[size_t(t + ahead)] >= 0) {
               const char* next = updates + (o * n + winner[size_t(t + ahead)]) * slab_bytes;
-              prefetch_l2_range(next, slab_bytes);
+              prefetch_range(next, slab_bytes);
             }
             writer.write(updates + (o * n + j) * slab_bytes, size_t(slab_bytes));
             ++t;

@@ -110,7 +110,7 @@ inline void fused_slice_scatter(const char* data, const char* updates, char* out
       for (end = std::min(end, p1); p_next < end; ++p_next, advance(c_next)) {
         const int64_t from = source_block(c_next);
         const char* src = from >= 0 ? updates + from * block_bytes : data + p_next * block_bytes;
-        prefetch_l2_range(src, block_bytes);
+        prefetch_range(src, block_bytes);
       }
     };
     with_writer(streaming, out + p0 * block_bytes, [&](auto& writer) {

@@ -174,13 +174,13 @@ void write_out_part(const KI* idx, const T* upd, int64_t j0, int64_t j1, int64_t
 // arrive too slowly for the fold, which then waits on them (bench/README.md).
 template <class Op, class T>
 void fold_range(const RangeEntry<T>* p, int64_t n, T* s) {
+  const auto fold = [&](int64_t k) { s[p[k].at] = fold_into_storage<Op>(s[p[k].at], p[k].value); };
   int64_t j = 0;
   for (; j + kStreamStep <= n; j += kStreamStep) {
     prefetch_inputs_ahead(j, n, p);
-    for (int64_t k = j; k < j + kStreamStep; ++k)
-      s[p[k].at] = fold_into_storage<Op>(s[p[k].at], p[k].value);
+    for (int64_t k = j; k < j + kStreamStep; ++k) fold(k);
   }
-  for (; j < n; ++j) s[p[j].at] = fold_into_storage<Op>(s[p[j].at], p[j].value);
+  for (; j < n; ++j) fold(j);
 }
 
 // The bytes of a page, for at_page_offset_of.
@@ -195,6 +195,25 @@ template <class T>
 T* at_page_offset_of(char* block, const T* like) {
   const uintptr_t delta = (uintptr_t(like) - uintptr_t(block)) & (kPageBytes - 1);
   return reinterpret_cast<T*>(block + delta);
+}
+
+// Ranges [r0, r1) of a table of `size` bins in ranges of 2^shift: each copied from data into a
+// scratch in cache, its entries folded in (range r's: e[start[r]] up to e[start[r + 1]]) and
+// written to out.
+template <class Op, class T>
+void fold_ranges(const T* data, T* out, int64_t size, int shift, const RangeEntry<T>* e,
+                 const int64_t* start, int64_t r0, int64_t r1) {
+  const int64_t range_bins = int64_t(1) << shift;
+  const bool streaming = use_streaming_stores(size * int64_t(sizeof(T)));
+  const std::unique_ptr<char[]> block(new char[size_t(range_bins) * sizeof(T) + kPageBytes]);
+  T* const s = at_page_offset_of(block.get(), out);
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t b = r << shift, len = std::min(range_bins, size - b);
+    std::memcpy(s, data + b, size_t(len) * sizeof(T));
+    fold_range<Op>(e + start[r], start[r + 1] - start[r], s);
+    with_writer(streaming, out + b,
+                [&](auto& writer) { writer.write(s, size_t(len) * sizeof(T)); });
+  }
 }
 
 // What folding a range costs next to copying one of its bins through the scratch: an entry
@@ -270,7 +289,6 @@ RangeFold fold_line_by_ranges(const KI* idx, const T* upd, const T* data, T* out
         write_out_part<false>(idx, upd, j0, j1, size, shift, at, e);
     }
   });
-  const bool streaming = use_streaming_stores(table_bytes);
   std::vector<int64_t> cost_before(size_t(ranges + 1), 0);
   for (int64_t r = 0; r < ranges; ++r)
     cost_before[size_t(r + 1)] = cost_before[size_t(r)] +
@@ -279,17 +297,9 @@ RangeFold fold_line_by_ranges(const KI* idx, const T* upd, const T* data, T* out
   const int64_t fold_bytes = 2 * table_bytes + input_bytes;
   const int64_t threads = threads_for(ranges, fold_bytes);
   parallel_for(threads, fold_bytes, [&](int64_t k0, int64_t k1) {
-    const std::unique_ptr<char[]> block(new char[size_t(range_bins) * sizeof(T) + kPageBytes]);
-    T* const s = at_page_offset_of(block.get(), out);
-    const int64_t r0 = first_range_of(cost_before, k0, threads);
-    const int64_t r1 = first_range_of(cost_before, k1, threads);
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t b = r << shift, len = std::min(range_bins, size - b);
-      std::memcpy(s, data + b, size_t(len) * sizeof(T));
-      fold_range<Op>(e + start[size_t(r)], start[size_t(r + 1)] - start[size_t(r)], s);
-      with_writer(streaming, out + b,
-                  [&](auto& writer) { writer.write(s, size_t(len) * sizeof(T)); });
-    }
+    fold_ranges<Op>(data, out, size, shift, e, start.data(),
+                    first_range_of(cost_before, k0, threads),
+                    first_range_of(cost_before, k1, threads));
   });
   return RangeFold::kFolded;
 }
