@@ -25,8 +25,9 @@ def histogram_inputs(bins: int, n: int, dtype, hot: float = 0.0, seed: int = 5):
     """Data, indices and updates; some indices negative, and many updates per target bin.
 
     The targets are 4,096 bins a fixed step apart, so every range gets its share, except for
-    the share `hot` of the updates, on 64 bins: with half of them there the write-out fetches
-    its entries' lines ahead; with three quarters one thread folds in place instead.
+    the share `hot` of the updates, on 64 bins: with half or three quarters of them there, one
+    thread folds in place instead, and two threads or more fetch their entries' lines ahead as
+    they write them out.
     """
     rng = np.random.default_rng(seed)
     step = bins // 4096

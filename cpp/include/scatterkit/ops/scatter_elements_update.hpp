@@ -18,6 +18,7 @@
 #include "scatterkit/ops/elements/exact.hpp"
 #include "scatterkit/ops/elements/fold.hpp"
 #include "scatterkit/ops/elements/fused.hpp"
+#include "scatterkit/ops/elements/histogram.hpp"
 #include "scatterkit/ops/elements/move.hpp"
 #include "scatterkit/ops/elements/ranges.hpp"
 #include "scatterkit/ops/elements/strategy.hpp"
@@ -155,8 +156,7 @@ void fold_elements_of(const ElementsFold<KI>& f) {
             if (done == RangeFold::kConcentrated) {  // fold in place instead
               f.validate();
               parallel_copy(dst, in, count * int64_t(sizeof(T)));
-              scatter_elements_reduce<Op>(S::kFoldInPlace, layout, f.idx, upd, dst, f.use_init_val,
-                                          bytes, f.copy);
+              fold_line_in_memory<Op>(f.idx, upd, dst, layout.along, count, f.valid);  // checked
               return;
             }
             ok = done == RangeFold::kFolded;

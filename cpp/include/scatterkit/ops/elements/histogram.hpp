@@ -69,15 +69,15 @@ SCATTERKIT_ALWAYS_INLINE T select_no_nan(T a, T v) {
 // table[a] = fold(table[a], upd[j]) for j in [j0, j1), a = idx[j] (wrapped when negative and
 // `valid` allows it), in order. Returns false at the first index `valid` rejects (table is
 // then half folded). Wrap: negative indices are expected (see fold_line_streaming). NoNaN: no
-// update of the run is a NaN (selects_without_nan_v). Fetch: each target kPrefetchDistance
-// updates ahead is fetched into L2 (idx[j1 + kPrefetchDistance - 1] must exist).
-template <bool Wrap, bool NoNaN, bool Fetch, class Op, class T, class KI>
+// update of the run is a NaN (selects_without_nan_v). Ahead: when not 0, each target that many
+// updates ahead is fetched into L2 (idx[j1 + Ahead - 1] must exist).
+template <bool Wrap, bool NoNaN, int64_t Ahead, class Op, class T, class KI>
 SCATTERKIT_ALWAYS_INLINE bool fold_stream_run(const KI* idx, const T* upd, T* table, int64_t j0,
                                               int64_t j1, int64_t size, IndexRange valid,
                                               int64_t& negatives) {
   for (int64_t j = j0; j < j1; ++j) {
-    if constexpr (Fetch)  // raw: a bad index ahead only fetches a line nobody reads
-      prefetch_l2(uintptr_t(table) + uint64_t(idx[j + kPrefetchDistance]) * sizeof(T));
+    if constexpr (Ahead > 0)  // raw: a bad index ahead only fetches a line nobody reads
+      prefetch_l2(uintptr_t(table) + uint64_t(idx[j + Ahead]) * sizeof(T));
     const KI v = idx[j];
     int64_t a = int64_t(v);
     if constexpr (Wrap) {
@@ -98,41 +98,57 @@ SCATTERKIT_ALWAYS_INLINE bool fold_stream_run(const KI* idx, const T* upd, T* ta
   return true;
 }
 
-// Folds the n updates of one contiguous line into table (size targets, in cache) in C order,
-// checking each index; false at the first bad one. A run of negative indices would mispredict
-// the fast loop's range test: after kFastLoopMisses of them, the rest wraps every index.
-// Fetch: see kStreamFetchTargetsMinBytes.
-template <bool Fetch, class Op, class T, class KI>
+// Folds the n updates of one contiguous line into table (size targets) in C order, checking
+// each index; false at the first bad one. A run of negative indices would mispredict the fast
+// loop's range test: after kFastLoopMisses of them, the rest wraps every index. Ahead: see
+// fold_stream_run.
+template <int64_t Ahead, class Op, class T, class KI>
 bool fold_line_streaming_with(const KI* idx, const T* upd, T* table, int64_t n, int64_t size,
                               IndexRange valid) {
   int64_t j = 0, negatives = 0;
   for (; j + kStreamStep <= n; j += kStreamStep) {
-    if (!prefetch_inputs_ahead(j, n, idx, upd) && Fetch) break;  // targets ahead: past n
+    const bool near = prefetch_inputs_ahead(j, n, idx, upd);
+    if constexpr (Ahead > 0)
+      if (!near || j + kStreamStep + Ahead > n) break;  // targets ahead: past n
     if constexpr (selects_without_nan_v<Op, T>) {
       if (negatives < kFastLoopMisses && !step_has_nan(upd + j, kStreamStep)) {
-        if (!fold_stream_run<false, true, Fetch, Op>(idx, upd, table, j, j + kStreamStep, size,
+        if (!fold_stream_run<false, true, Ahead, Op>(idx, upd, table, j, j + kStreamStep, size,
                                                      valid, negatives))
           return false;
         continue;
       }
     }
     const bool ok = negatives < kFastLoopMisses
-                        ? fold_stream_run<false, false, Fetch, Op>(
+                        ? fold_stream_run<false, false, Ahead, Op>(
                               idx, upd, table, j, j + kStreamStep, size, valid, negatives)
-                        : fold_stream_run<true, false, Fetch, Op>(
+                        : fold_stream_run<true, false, Ahead, Op>(
                               idx, upd, table, j, j + kStreamStep, size, valid, negatives);
     if (!ok) return false;
   }
-  return fold_stream_run<true, false, false, Op>(idx, upd, table, j, n, size, valid, negatives);
+  return fold_stream_run<true, false, 0, Op>(idx, upd, table, j, n, size, valid, negatives);
 }
 
-// fold_line_streaming_with, fetching the targets of tables of kStreamFetchTargetsMinBytes and more.
+// A one-line fold on a table in cache (up to kStreamingFoldMaxBytes), fetching its targets from
+// kStreamFetchTargetsMinBytes on.
 template <class Op, class T, class KI>
 bool fold_line_streaming(const KI* idx, const T* upd, T* table, int64_t n, int64_t size,
                          IndexRange valid) {
   if (size * int64_t(sizeof(T)) >= kStreamFetchTargetsMinBytes)
-    return fold_line_streaming_with<true, Op>(idx, upd, table, n, size, valid);
-  return fold_line_streaming_with<false, Op>(idx, upd, table, n, size, valid);
+    return fold_line_streaming_with<kPrefetchDistance, Op>(idx, upd, table, n, size, valid);
+  return fold_line_streaming_with<0, Op>(idx, upd, table, n, size, valid);
+}
+
+// Updates ahead at which a one-line fold on a table in memory fetches its targets: a miss to
+// memory takes several times as long as one to the last-level cache, so the fetches must run
+// further ahead to keep enough of them in flight (bench/README.md).
+constexpr int64_t kMemoryFetchAhead = 128;
+
+// A one-line fold in place on a table past the last-level cache (after fold_line_by_ranges
+// declines concentrated updates, ranges.hpp).
+template <class Op, class T, class KI>
+bool fold_line_in_memory(const KI* idx, const T* upd, T* table, int64_t n, int64_t size,
+                         IndexRange valid) {
+  return fold_line_streaming_with<kMemoryFetchAhead, Op>(idx, upd, table, n, size, valid);
 }
 
 }  // namespace SCATTERKIT_KERNELS

@@ -57,12 +57,13 @@ struct RangeEntry {
 
 // Updates concentrated enough for one thread to fold them in place: the ranges holding more
 // than kRangeFoldHotShare times their share of them together hold more than
-// kRangeFoldHotPercent percent. Those bins then mostly stay in cache for the in-place fold,
-// which beats writing their updates out; with less on them, the rest of the updates miss to
-// memory in place and going by ranges wins (1 thread, updates on 1% or 10% of the bins and the
-// rest spread: crossing over at 50-60% on them, bench/README.md).
+// kRangeFoldHotPercent percent. Those bins then mostly stay in cache for the in-place fold
+// (fold_line_in_memory, histogram.hpp), which beats writing their updates out; with less on
+// them, the rest of the updates miss to memory in place and going by ranges wins (1 thread,
+// a share of the updates on 1% of the bins and the rest spread: crossing over at 10-20% on
+// them at 16M bins and 25-35% at 128M, bench/README.md).
 constexpr int64_t kRangeFoldHotShare = 4;
-constexpr int64_t kRangeFoldHotPercent = 55;
+constexpr int64_t kRangeFoldHotPercent = 30;
 
 enum class RangeFold { kFolded, kBadIndex, kConcentrated };
 
