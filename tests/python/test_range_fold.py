@@ -79,11 +79,13 @@ def test_out_at_any_offset_in_its_page_gets_the_same_bits(shift):
     assert_same(result, expected)
 
 
+@pytest.mark.parametrize("hot", [0.0, 0.75], ids=["spread", "hot"])
 @pytest.mark.parametrize("reduction", ["max", "min"])
-def test_min_and_max_keep_the_oracles_nans_and_signed_zeros(reduction):
-    # Few updates, for the pure-Python oracle: still one per 64 bins, so this call goes by ranges.
+def test_min_and_max_keep_the_oracles_nans_and_signed_zeros(reduction, hot):
+    # Few updates, for the pure-Python oracle: still one per 64 bins, so this call goes by
+    # ranges, or hot, on one thread, folds in place.
     n = BINS // 60
-    data, indices, updates = histogram_inputs(BINS, n, np.float32, seed=8)
+    data, indices, updates = histogram_inputs(BINS, n, np.float32, hot, seed=8)
     step = BINS // 4096  # the targets' spacing (histogram_inputs)
     data[: 64 * step : step] = 0.0
     data[1 : 200 * step : step] = np.nan
@@ -140,7 +142,7 @@ def test_out_and_in_place_give_the_returned_bits():
 @HOT_SHARES
 @pytest.mark.parametrize("bad", [BINS, -BINS - 1])
 def test_a_bad_index_anywhere_leaves_out_untouched(bad, hot, threads):
-    sk.set_num_threads(threads)  # 3/4 hot on one thread: the in-place fold
+    sk.set_num_threads(threads)  # hot on one thread: the in-place fold
     data, indices, updates = histogram_inputs(BINS, UPDATES, np.float32, hot)
     indices[UPDATES - 3] = bad  # late: the other updates would already be folded
     for out_is_data in (False, True):
