@@ -3,7 +3,8 @@
 // cache hits, so the pace is set by streaming the indices and updates in, which this loop
 // fetches ahead. A table in L2 needs nothing more (fetching each target ahead only spends
 // instructions there); one past L2, in the last-level cache, has each target fetched into L2
-// ahead as well.
+// ahead as well. The same loop, fetching further ahead, folds a table in memory in place on
+// one thread when its updates crowd onto a few ranges of it (fold_line_in_memory, ranges.hpp).
 #pragma once
 
 #include <cstdint>
