@@ -541,5 +541,52 @@ TEST(ScatterElementsUpdate, StreamingHistogramMatchesReferenceBitwise) {
   scatterkit::set_num_threads(before);
 }
 
+// fold_line_in_memory (histogram.hpp), the fold one thread runs in place on a table in memory
+// when its updates crowd onto a few ranges: it fetches each target kMemoryFetchAhead updates
+// ahead, so its steps stop that far before the end and a plain tail folds the rest. At every
+// length around that point, and with negative indices, it must give the bits of the C-order
+// fold, and report a bad index.
+TEST(ScatterElementsUpdate, InMemoryFoldMatchesReferenceBitwise) {
+  using scatterkit::detail::fold_line_in_memory;
+  using scatterkit::detail::IndexRange;
+  using scatterkit::detail::kMemoryFetchAhead;
+  using scatterkit::detail::kStreamStep;
+  const int64_t size = 1000, edge = kStreamStep + kMemoryFetchAhead;
+  const IndexRange valid{-size, size};
+  for (int64_t n :
+       {int64_t(0), int64_t(1), edge - 1, edge, edge + 1, edge + kStreamStep + 1, int64_t(5000)}) {
+    std::mt19937 rng(uint32_t(n) + 1);
+    std::vector<float> data(static_cast<size_t>(size)), upd(static_cast<size_t>(n));
+    for (auto& v : data) v = float(int(rng() % 7) - 3) * 0.5f;
+    for (auto& u : upd) u = rng() % 9 == 0 ? -0.0f : float(int(rng() % 2001) - 1000) * 0.25f;
+    if (n > 2) upd[size_t(n / 2)] = std::numeric_limits<float>::quiet_NaN();
+    std::vector<int64_t> idx(static_cast<size_t>(n));
+    for (int64_t k = 0; k < n; ++k)
+      idx[size_t(k)] = int64_t(rng() % uint64_t(size)) - (k % 3 == 0 ? size : 0);
+    std::vector<float> sum = data, max = data, sum_ref = data, max_ref = data;
+    EXPECT_TRUE(fold_line_in_memory<scatterkit::detail::SumOp<float>>(idx.data(), upd.data(),
+                                                                      sum.data(), n, size, valid));
+    EXPECT_TRUE(fold_line_in_memory<scatterkit::detail::MaxOp<float>>(idx.data(), upd.data(),
+                                                                      max.data(), n, size, valid));
+    const Shape dshape = {size}, ishape = {n};
+    sktest::ref_scatter_elements(sum_ref, dshape, idx, ishape, upd, 0,
+                                 [](float& d, float u) { d = d + u; });
+    sktest::ref_scatter_elements(max_ref, dshape, idx, ishape, upd, 0, [](float& d, float u) {
+      if (u != u)
+        d = d != d ? d : u;
+      else if (u > d)
+        d = u;
+    });
+    EXPECT_TRUE(same_bits(sum, sum_ref)) << "sum, n " << n;
+    EXPECT_TRUE(same_bits(max, max_ref)) << "max, n " << n;
+    if (n == 0) continue;
+    idx[size_t(n - 1)] = size;  // bad, and the last: found by the tail
+    std::vector<float> scratch = data;
+    EXPECT_FALSE(fold_line_in_memory<scatterkit::detail::SumOp<float>>(
+        idx.data(), upd.data(), scratch.data(), n, size, valid))
+        << "n " << n;
+  }
+}
+
 }  // namespace
 }  // namespace test_scatter_elements_update
