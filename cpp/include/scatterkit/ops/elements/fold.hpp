@@ -82,9 +82,8 @@ void fold_line_mean(const ElementsLayout& l, const LineBlock& blk, const I* idx,
   const int64_t inner = l.inner, first = blk.o0 * l.along * inner + blk.i0;
   const I* const column = idx + first;
   const T* const values = upd + first;
-  const int64_t ahead = blk.j1 - kPrefetchDistance;
-  for (int64_t j = blk.j0; j < blk.j1; ++j) {
-    if (j < ahead) {
+  const auto fold = [&](int64_t j, bool fetch) {
+    if (fetch) {
       const int64_t b = wrap_index(column[(j + kPrefetchDistance) * inner], targets);
       prefetch_l2(sums + b * sum_stride);
       prefetch_l2(count + b);
@@ -93,7 +92,15 @@ void fold_line_mean(const ElementsLayout& l, const LineBlock& blk, const I* idx,
     T& sum = sums[a * sum_stride];
     sum = Op::combine(sum, values[j * inner]);
     if (__builtin_expect(++count[a] == 0, 0)) note_wrap(&wrapped, a);
-  }
+  };
+  int64_t j = blk.j0;
+  if (inner == 1)  // contiguous inputs, fetched ahead in two stages as the streaming fold does
+    for (; j + kStreamStep + kPrefetchDistance <= blk.j1; j += kStreamStep) {
+      prefetch_inputs_ahead(j, blk.j1, column, values);
+      for (int64_t k = j; k < j + kStreamStep; ++k) fold(k, true);
+    }
+  const int64_t ahead = blk.j1 - kPrefetchDistance;
+  for (; j < blk.j1; ++j) fold(j, j < ahead);
   // finish: line = n != 0 ? sum / (n + 1 if use_init_val) : line
   const int32_t count_init = use_init_val ? 1 : 0;  // data's value counts as one
   if (wrapped.empty() && stride == 1 && sum_stride == 1) {
