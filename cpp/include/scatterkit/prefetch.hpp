@@ -98,5 +98,18 @@ SCATTERKIT_ALWAYS_INLINE bool prefetch_inputs_ahead(int64_t j, int64_t n, const 
   return true;
 }
 
+// Calls f(k) for k from j on, a step of kStreamStep at a time while a whole step fits before
+// `stop`, each step's inputs (n elements each) read ahead by prefetch_inputs_ahead. Returns
+// where it stopped: the caller folds the rest.
+template <class F, class... E>
+SCATTERKIT_ALWAYS_INLINE int64_t read_ahead_steps(int64_t j, int64_t stop, int64_t n, F&& f,
+                                                  const E*... inputs) {
+  for (; j + kStreamStep <= stop; j += kStreamStep) {
+    prefetch_inputs_ahead(j, n, inputs...);
+    for (int64_t k = j; k < j + kStreamStep; ++k) f(k);
+  }
+  return j;
+}
+
 }  // namespace detail
 }  // namespace scatterkit

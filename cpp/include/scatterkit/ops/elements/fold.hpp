@@ -93,13 +93,10 @@ void fold_line_mean(const ElementsLayout& l, const LineBlock& blk, const I* idx,
     sum = Op::combine(sum, values[j * inner]);
     if (__builtin_expect(++count[a] == 0, 0)) note_wrap(&wrapped, a);
   };
+  const int64_t ahead = blk.j1 - kPrefetchDistance;
   int64_t j = blk.j0;
   if (inner == 1)  // contiguous inputs, fetched ahead in two stages as the streaming fold does
-    for (; j + kStreamStep + kPrefetchDistance <= blk.j1; j += kStreamStep) {
-      prefetch_inputs_ahead(j, blk.j1, column, values);
-      for (int64_t k = j; k < j + kStreamStep; ++k) fold(k, true);
-    }
-  const int64_t ahead = blk.j1 - kPrefetchDistance;
+    j = read_ahead_steps(j, ahead, blk.j1, [&](int64_t k) { fold(k, true); }, column, values);
   for (; j < blk.j1; ++j) fold(j, j < ahead);
   // finish: line = n != 0 ? sum / (n + 1 if use_init_val) : line
   const int32_t count_init = use_init_val ? 1 : 0;  // data's value counts as one

@@ -176,12 +176,7 @@ void write_out_part(const KI* idx, const T* upd, int64_t j0, int64_t j1, int64_t
 template <class Op, class T>
 void fold_range(const RangeEntry<T>* p, int64_t n, T* s) {
   const auto fold = [&](int64_t k) { s[p[k].at] = fold_into_storage<Op>(s[p[k].at], p[k].value); };
-  int64_t j = 0;
-  for (; j + kStreamStep <= n; j += kStreamStep) {
-    prefetch_inputs_ahead(j, n, p);
-    for (int64_t k = j; k < j + kStreamStep; ++k) fold(k);
-  }
-  for (; j < n; ++j) fold(j);
+  for (int64_t j = read_ahead_steps(0, n, n, fold, p); j < n; ++j) fold(j);
 }
 
 // The bytes of a page, for at_page_offset_of.
