@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Union
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -40,6 +40,7 @@ from .agg_tasks import (
 )
 from .element_types import element_type, tensor_struct
 from .errors import RowError, SpecError
+from .stats import FOLD_US, fold_time_observed, with_fold_time
 from .steps import configure_threads
 
 ColumnOrName = Union[Column, str]
@@ -231,9 +232,11 @@ def _updates_type(spec: AggSpec) -> str:
     return f"array<{element}>" if spec.k < len(spec.shape) else element
 
 
-def aggregate_step(df: DataFrame, step: AggregateStep) -> DataFrame:
+def aggregate_step(
+    df: DataFrame, step: AggregateStep, fold_times: list[Observation] | None = None
+) -> DataFrame:
     """A job's aggregation step over the events `df` (see `spec.JobSpec.aggregate`)."""
-    return plan_aggregate(df, step.by, step_specs(df.schema, step))
+    return plan_aggregate(df, step.by, step_specs(df.schema, step), fold_times)
 
 
 def step_specs(schema: T.StructType, step: AggregateStep) -> dict[str, AggSpec]:
@@ -244,15 +247,40 @@ def step_specs(schema: T.StructType, step: AggregateStep) -> dict[str, AggSpec]:
     }
 
 
-def plan_aggregate(df: DataFrame, by: Sequence[str], specs: dict[str, AggSpec]) -> DataFrame:
-    """The DataFrame plan of `aggregate` (specs settled by `settle_spec`)."""
+def plan_aggregate(
+    df: DataFrame,
+    by: Sequence[str],
+    specs: dict[str, AggSpec],
+    fold_times: list[Observation] | None = None,
+) -> DataFrame:
+    """The DataFrame plan of `aggregate` (specs settled by `settle_spec`). With
+    `fold_times`, the observations of the time in the folds (map side, then reduce side)
+    are appended to it: they hold their sums once an action has run the plan."""
     plan = agg_plan(df, by, specs)
     events = event_columns(df, plan)
     combine = functools.partial(combine_events, plan)
-    packed = events.mapInArrow(combine, packed_schema(events.schema, plan))
+    packed = map_batches(events, combine, packed_schema(events.schema, plan), fold_times)
     finish = functools.partial(finish_groups, plan)
-    result = group_packed(packed, plan).mapInArrow(finish, finished_schema(events.schema, plan))
+    schema = finished_schema(events.schema, plan)
+    result = map_batches(group_packed(packed, plan), finish, schema, fold_times)
     return result.select(*named_results(by, specs))
+
+
+def map_batches(
+    frame: DataFrame,
+    work: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
+    schema: T.StructType,
+    fold_times: list[Observation] | None,
+) -> DataFrame:
+    """``frame.mapInArrow(work, schema)``; with `fold_times`, also observes the time
+    `work` spends (`stats.with_fold_time`) and appends the observation."""
+    if fold_times is None:
+        return frame.mapInArrow(work, schema)
+    timed = T.StructType([*schema.fields, T.StructField(FOLD_US, T.LongType(), True)])
+    mapped = frame.mapInArrow(functools.partial(with_fold_time, work), timed)
+    observed, observation = fold_time_observed(mapped, f"scatterkit_fold_{len(fold_times)}")
+    fold_times.append(observation)
+    return observed
 
 
 def agg_plan(df: DataFrame, by: Sequence[str], specs: dict[str, AggSpec]) -> AggPlan:

@@ -7,11 +7,29 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
+from enum import IntEnum
 from typing import Any
 
 PROG = "scatterkit-spark"
 DESCRIPTION = "Scatter operations on Parquet tensor columns with PySpark: the main job (run), "
 DESCRIPTION += "a demo, and the executor environment packer (pack)."
+
+
+class ExitCode(IntEnum):
+    """What ``scatterkit-spark`` exits with: schedulers retry 1, not 2 or 3."""
+
+    OK = 0  # the job did what it was asked (rows kept in error under --on-error keep too)
+    FAILED = 1  # a row failed under --on-error fail, Spark failed, or rows went missing
+    USAGE = 2  # bad arguments or spec, an input that is not there, Spark that did not start
+    OUTPUT_EXISTS = 3  # the output is there and --overwrite was not given
+
+
+EXIT_CODES_HELP = """exit codes:
+  0  the job did what it was asked (rows kept in error under --on-error keep included)
+  1  the job failed: a row under --on-error fail, Spark itself, or rows went missing;
+     nothing was committed
+  2  usage or spec error: bad arguments, a bad spec, a missing input, Spark did not start
+  3  the output already exists (--overwrite replaces it)"""
 
 # The master URLs Spark accepts; anything else makes the JVM exit with a stack trace.
 _MASTER = re.compile(r"local(\[[^\]]+\])?|local-cluster\[.+\]|yarn|(spark|k8s)://.+")
@@ -82,10 +100,21 @@ def _spark_options(p: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION)
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description=DESCRIPTION,
+        epilog=f"`{PROG} run --help` lists the exit codes.",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="apply a job spec to Parquet data, write Parquet")
+    run = sub.add_parser(
+        "run",
+        help="apply a job spec to Parquet data, write Parquet",
+        description="Apply a job spec (an optional aggregation, then steps) to Parquet data "
+        "and write Parquet.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     run.add_argument("--spec", required=True, help="job specification (JSON file)")
     run.add_argument("--input", required=True, help="input Parquet file or directory")
     run.add_argument("--output", required=True, help="output Parquet directory")
@@ -146,14 +175,14 @@ def _run(args: argparse.Namespace) -> int:
         spec = JobSpec.load(args.spec)
     except (OSError, SpecError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     if args.summary_json and not os.path.isdir(os.path.dirname(os.path.abspath(args.summary_json))):
         print(f"{PROG}: no directory for --summary-json {args.summary_json!r}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
 
     spark = _start_spark(args)
     if spark is None:
-        return 2
+        return ExitCode.USAGE
     from .session import end_session
 
     try:
@@ -169,7 +198,7 @@ def _run_on(spark: Any, spec: Any, args: argparse.Namespace) -> int:
     from .session import where_it_runs
     from .spec import SpecError
 
-    print(f"{PROG} run: {len(spec.steps)} step(s) on {where_it_runs(spark)}", flush=True)
+    print(f"{PROG} run: {_outline(spec)} on {where_it_runs(spark)}", flush=True)
     try:
         summary = run_job(
             spark,
@@ -186,21 +215,22 @@ def _run_on(spark: Any, spec: Any, args: argparse.Namespace) -> int:
             f"{PROG}: output {args.output!r} already exists (--overwrite replaces it)",
             file=sys.stderr,
         )
-        return 2
+        return ExitCode.OUTPUT_EXISTS
     except (SpecError, ValueError, FileNotFoundError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     except AnalysisException as exc:  # a missing input, an existing output, ...
-        print(f"{PROG}: {_analysis_message(exc, args.input)}", file=sys.stderr)
-        return 2
+        message = _analysis_message(exc, args.input)
+        print(f"{PROG}: {message}", file=sys.stderr)
+        return ExitCode.OUTPUT_EXISTS if "PATH_ALREADY_EXISTS" in message else ExitCode.USAGE
     except JobFailed as exc:
         print(f"{PROG}: job failed: {exc}", file=sys.stderr)
-        return 1
+        return ExitCode.FAILED
     except Exception as exc:  # an input that is not Parquet, a lost executor, ...
         if not (isinstance(exc, PySparkException) or _is_java_error(exc)):
             raise
         print(f"{PROG}: Spark failed: {_java_message(exc)}", file=sys.stderr)
-        return 1
+        return ExitCode.FAILED
     print("summary:")
     for line in summary.lines():
         print(f"  {line}")
@@ -210,8 +240,19 @@ def _run_on(spark: Any, spec: Any, args: argparse.Namespace) -> int:
                 f.write(summary.to_json())
         except OSError as exc:
             print(f"{PROG}: the output is written, but not the summary: {exc}", file=sys.stderr)
-            return 1
-    return 0 if summary.rows_in == summary.rows_out else 1
+            return ExitCode.FAILED
+    return ExitCode.OK if summary.complete else ExitCode.FAILED
+
+
+def _outline(spec: Any) -> str:
+    """What the job does, in a few words: "aggregate by user_id (3 aggregates), 2 step(s)"."""
+    parts = []
+    if spec.aggregate is not None:
+        count = len(spec.aggregate.aggregates)
+        parts.append(f"aggregate by {', '.join(spec.aggregate.by)} ({count} aggregate(s))")
+    if spec.steps or not parts:
+        parts.append(f"{len(spec.steps)} step(s)")
+    return ", then ".join(parts)
 
 
 def _start_spark(args: argparse.Namespace) -> Any:
@@ -299,11 +340,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         pack(args.output, wheel=args.wheel, source=args.source, extra=args.extra)
     except (FileNotFoundError, ValueError) as exc:  # a missing archive, wheel or source
         print(f"{PROG}: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     except RuntimeError as exc:  # pip failed to build the environment
         print(f"{PROG}: {exc}", file=sys.stderr)
-        return 1
-    return 0
+        return ExitCode.FAILED
+    return ExitCode.OK
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -12,7 +12,7 @@ import os
 import time
 from contextlib import nullcontext
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -20,13 +20,14 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from .agg_job import run_aggregate_job
 from .aggregate import aggregate_step
 from .cluster import on_cluster
+from .element_types import numpy_dtype
 from .engine_arrow import ArrowPaths, resolve_paths, run_arrow_job
 from .engine_spark import run_spark_job, steps_frame
 from .errors import EngineUnavailable, JobFailed, row_error_message
 from .plan import plan_job
 from .progress import Progress, is_connect
 from .spec import JobSpec
-from .stats import TaskStats
+from .stats import TaskStats, observed_fold_us
 from .steps import ON_ERROR, BatchPlan
 from .storage import locate, tree_bytes
 from .summary import JobSummary
@@ -151,9 +152,14 @@ def _run(
             return found, "arrow"
         except EngineUnavailable as exc:  # found on the cluster: partition directories, ...
             _fall_back_unless_asked(engine, exc)
+    fold_times: list[Observation] = []
+    if spec.aggregate is not None:  # the same plan, its folds timed
+        source = aggregate_step(events, spec.aggregate, fold_times)
     found = run_spark_job(
         spark, source, plan, schema, columns, input_path, output_path, overwrite=overwrite
     )
+    if found.failure is None:
+        found.counts["fold_us"] += sum(observed_fold_us(o) for o in fold_times)
     return found, "spark"
 
 
@@ -205,7 +211,7 @@ def run_job(
     written = spark.read.parquet(output_path)
     errors: dict[str, int] = {}
     error_rows = 0
-    if on_error == "keep":
+    if on_error == "keep" and spec.steps:
         columns = [F.col(f"`{s.output}`.error") for s in spec.steps]
         any_error = F.coalesce(*columns) if len(columns) > 1 else columns[0]
         counts = written.select(*[F.count(c) for c in columns], F.count(any_error)).first()
@@ -213,6 +219,11 @@ def run_job(
         errors = {s.output: int(n) for s, n in zip(spec.steps, counts)}
         error_rows = int(counts[-1])
     aggregated = _aggregated(written, spec)
+    tensor_bytes_out = found.counts["bytes_out"]
+    for name, folded in aggregated.items():
+        values = written.schema[name].dataType["values"].dataType  # type: ignore[index]
+        element = numpy_dtype(values.elementType.simpleString())
+        tensor_bytes_out += folded.pop("elements") * element.itemsize
     return JobSummary(
         rows_in=events.count(),
         rows_out=written.count(),
@@ -220,11 +231,12 @@ def run_job(
         errors=errors,
         error_rows=error_rows,
         tensor_bytes_in=found.counts["bytes_in"],
-        tensor_bytes_out=found.counts["bytes_out"],
+        tensor_bytes_out=tensor_bytes_out,
         input_bytes=_path_bytes(spark, input_path),
         output_bytes=_path_bytes(spark, output_path),
         batches=found.counts["batches"],
         executor_python_seconds=found.counts["python_us"] / 1e6,
+        fold_seconds=found.counts["fold_us"] / 1e6,
         executor_modules=sorted(found.modules),
         executor_threads=sorted(found.threads),
         engine=used,
@@ -233,7 +245,8 @@ def run_job(
 
 
 def _aggregated(written: DataFrame, spec: JobSpec) -> dict[str, dict[str, int]]:
-    """Per aggregate: events folded, events dropped (on_error drop), groups kept in error."""
+    """Per aggregate: events folded, events dropped (on_error drop), groups kept in error,
+    tensor elements written (groups not in error)."""
     if spec.aggregate is None:
         return {}
     names = list(spec.aggregate.aggregates)
@@ -243,11 +256,12 @@ def _aggregated(written: DataFrame, spec: JobSpec) -> dict[str, dict[str, int]]:
             F.sum(F.col(f"`{name}`.events")),
             F.sum(F.col(f"`{name}`.dropped")),
             F.count(F.col(f"`{name}`.error")),
+            F.sum(F.size(F.col(f"`{name}`.values"))),  # null for a group in error
         ]
     row = written.select(*sums).first()
     assert row is not None  # an aggregate has one row
-    keys = ("events", "dropped", "error_groups")
+    keys = ("events", "dropped", "error_groups", "elements")
     return {
-        name: {k: int(row[3 * i + j] or 0) for j, k in enumerate(keys)}
+        name: {k: int(row[len(keys) * i + j] or 0) for j, k in enumerate(keys)}
         for i, name in enumerate(names)
     }

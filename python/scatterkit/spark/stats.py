@@ -12,14 +12,16 @@ output (the job summary counts rows from the output itself).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
 PREFIX = "__scatterkit_"
-COUNTS = ("batches", "bytes_in", "bytes_out", "python_us")
+# python_us: the steps' time; fold_us: the aggregation's folds (map and reduce side).
+COUNTS = ("batches", "bytes_in", "bytes_out", "python_us", "fold_us")
 MODULE = PREFIX + "module"  # scatterkit.__file__ on the executor
 THREADS = PREFIX + "threads"  # its kernel threads per task
 FAILURE = PREFIX + "failure"  # the first failure of the task, if any
@@ -101,3 +103,66 @@ def total(rows: Iterable[Mapping[str, Any]]) -> TaskStats:
     for row in rows:
         result.add(TaskStats.from_row(row))
     return result
+
+
+FOLD_US = PREFIX + "fold_us"
+
+
+def timed_work(
+    work: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
+    batches: Iterator[pa.RecordBatch],
+) -> Iterator[tuple[pa.RecordBatch, int]]:
+    """`work(batches)`'s output, each batch with the microseconds `work` spent making it,
+    the time it waited for its input left out (that is Spark's, or the reader's)."""
+    waited = 0.0
+
+    def source() -> Iterator[pa.RecordBatch]:
+        nonlocal waited
+        iterator = iter(batches)
+        while True:
+            started = time.perf_counter()
+            batch = next(iterator, None)
+            waited += time.perf_counter() - started
+            if batch is None:
+                return
+            yield batch
+
+    output = work(source())
+    while True:
+        started, waited_before = time.perf_counter(), waited
+        batch = next(output, None)
+        spent = time.perf_counter() - started - (waited - waited_before)
+        if batch is None:
+            return
+        yield batch, int(spent * 1e6)
+
+
+def with_fold_time(
+    work: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
+    batches: Iterator[pa.RecordBatch],
+) -> Iterator[pa.RecordBatch]:
+    """`work(batches)`'s batches, each with a FOLD_US column: the time `work` spent on it
+    in the first row, nulls below (a ``mapInArrow`` function; `fold_time_observed` reads it)."""
+    pending = 0
+    for batch, spent in timed_work(work, batches):
+        pending += spent
+        if batch.num_rows == 0:  # no row to carry it: the next batch carries it
+            continue
+        yield batch.append_column(FOLD_US, pa.array([pending] + [None] * (batch.num_rows - 1)))
+        pending = 0
+
+
+def fold_time_observed(frame: Any, name: str) -> tuple[Any, Any]:
+    """`frame` (whose batches carry FOLD_US) without that column, and the Observation
+    that sums it once an action has run."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    observation = Observation(name)
+    observed = frame.observe(observation, F.sum(FOLD_US).alias(FOLD_US))
+    return observed.drop(FOLD_US), observation
+
+
+def observed_fold_us(observation: Any) -> int:
+    """The microseconds an observation of `fold_time_observed` summed."""
+    return int(observation.get.get(FOLD_US) or 0)

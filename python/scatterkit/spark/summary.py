@@ -35,6 +35,7 @@ class JobSummary:
     output_bytes: int | None = None
     batches: int = 0
     executor_python_seconds: float = 0.0  # summed over tasks: Arrow to tensors, kernels, back
+    fold_seconds: float = 0.0  # summed over tasks: the aggregation's folds, map and reduce side
     executor_modules: list[str] = field(default_factory=list)  # sk.__file__ on executors
     executor_threads: list[int] = field(default_factory=list)  # kernel threads per task
     engine: str = "spark"  # who read and wrote the Parquet: "arrow" or "spark"
@@ -51,12 +52,23 @@ class JobSummary:
         total = self.tensor_bytes_in + self.tensor_bytes_out
         return total / 1e6 / self.seconds if self.seconds > 0 else 0.0
 
+    @property
+    def complete(self) -> bool:
+        """Whether every input row reached the output: a row per row for a job of steps
+        (rows kept in error included). An aggregation writes a row per group, each with the
+        counts of its events (`aggregated`)."""
+        return bool(self.aggregated) or self.rows_in == self.rows_out
+
     def lines(self) -> list[str]:
         """The human-readable summary."""
         errors = ", ".join(f"{k}: {v}" for k, v in self.errors.items() if v) or "none"
         kept = f"errors    {self.error_rows:,} row(s) kept with errors (per step: {errors})"
         if self.aggregated:
             rows = [f"rows      {self.rows_in:,} events in, {self.rows_out:,} groups out"]
+            rows.append(
+                f"folds     {self.fold_seconds:,.2f} s of task time in scatterkit's "
+                "aggregation folds"
+            )
             rows += [
                 f"events    {name}: {a['events']:,} folded, {a['dropped']:,} dropped, "
                 f"{a['error_groups']:,} group(s) kept in error"
@@ -65,7 +77,7 @@ class JobSummary:
         else:
             rows = [
                 f"rows      {self.rows_in:,} in, {self.rows_out:,} out"
-                + ("" if self.rows_in == self.rows_out else "  << ROW COUNT MISMATCH")
+                + ("" if self.complete else "  << ROW COUNT MISMATCH")
             ]
         return [
             *rows,

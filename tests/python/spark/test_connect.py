@@ -147,6 +147,39 @@ def test_the_cli_runs_on_the_server_with_progress_and_both_on_error_modes(
     assert np.array_equal(tensor_rows(table.column("means"))[0], _want(cols, 0))
 
 
+@pytest.mark.parametrize("engine", ["arrow", "spark"])
+def test_the_cli_exits_0_after_an_aggregation_on_the_server(
+    connect_server,  # noqa: F811
+    tmp_path,
+    capsys,
+    engine,
+):
+    rng = np.random.default_rng(3)
+    n = 500
+    events = pa.table(
+        {
+            "user": rng.integers(0, 7, n),
+            "h": rng.integers(0, 4, n).astype(np.int32),
+            "x": rng.standard_normal(n),
+        }
+    )
+    source = write_parquet(tmp_path / "events", events, files=2)
+    spec = tmp_path / "job.json"
+    aggregates = {"s": {"indices": ["h"], "updates": "x", "shape": [4]}}
+    spec.write_text(json.dumps({"aggregate": {"by": ["user"], "aggregates": aggregates}}))
+    argv = ["run", "--remote", connect_server.url, "--spec", str(spec), "--input", str(source)]
+    argv += ["--engine", engine, "--on-error", "keep", "--quiet", "--output", str(tmp_path / "out")]
+    summary = tmp_path / "summary.json"
+    assert main([*argv, "--summary-json", str(summary)]) == 0
+    assert "rows      500 events in, 7 groups out" in capsys.readouterr().out
+    counted = json.loads(summary.read_text())
+    assert counted["tensor_bytes_out"] == 7 * 4 * 8 and counted["fold_seconds"] > 0
+    assert main(argv) == 3
+    assert "already exists" in capsys.readouterr().err
+    sums = pq.read_table(tmp_path / "out").to_pydict()
+    assert sorted(sums["user"]) == list(range(7))
+
+
 def test_the_column_functions_run_through_the_server(remote, data):
     cols, source = data
     df = remote.read.parquet(str(source))

@@ -10,7 +10,9 @@ batch boundaries (no Spark) with tiny budgets.
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -24,6 +26,7 @@ from scatterkit.spark import agg_tasks
 from scatterkit.spark import functions as skf
 from scatterkit.spark.agg_spec import check_agg
 from scatterkit.spark.agg_tasks import AggPlan, combine_events, finish_groups
+from scatterkit.spark.cli import main
 from scatterkit.spark.errors import JobFailed, SpecError
 from scatterkit.spark.job import run_job
 from scatterkit.spark.spec import JobSpec
@@ -575,6 +578,54 @@ def test_the_job_aggregates_then_runs_the_steps_on_both_engines(spark, event_fil
             spend = np.array(row["spend"]["values"]).reshape(4, 3)
             masked = np.array(row["spend_masked"]["values"]).reshape(4, 3)
             assert (masked[0] == -1).all() and np.array_equal(masked[1:], spend[1:])
+
+
+def _tensor_bytes(table: pa.Table) -> int:
+    """Bytes of the tensor values in a job's output (every struct column with values)."""
+    total = 0
+    for column in table.columns:
+        if pa.types.is_struct(column.type) and column.type.get_field_index("values") >= 0:
+            values = pc.struct_field(column, "values")
+            total += sum(len(v) * 8 for v in values.to_pylist() if v is not None)
+    return total
+
+
+@pytest.mark.parametrize("engine", ["arrow", "spark"])
+def test_the_cli_exits_0_after_an_aggregation_and_its_summary_counts_it(
+    spark,  # noqa: F811
+    event_files,
+    tmp_path,
+    capsys,
+    engine,
+):
+    _, source = event_files
+    spec_path = tmp_path / "job.json"
+    spec_path.write_text(json.dumps(JOB))
+    summary_path = tmp_path / "summary.json"
+    argv = ["run", "--spec", str(spec_path), "--input", str(source), "--engine", engine]
+    argv += ["--on-error", "keep", "--quiet", "--summary-json", str(summary_path)]
+    assert main([*argv, "--output", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "run: aggregate by user (2 aggregate(s)), then 1 step(s) on " in out
+    assert "rows      2,000 events in, 30 groups out" in out
+    assert "ROW COUNT MISMATCH" not in out
+    summary = json.loads(summary_path.read_text())
+    written = pq.read_table(tmp_path / "out")
+    assert summary["tensor_bytes_out"] == _tensor_bytes(written) > 0
+    assert summary["fold_seconds"] > 0
+    assert f"tensors 0.0 MB in, {summary['tensor_bytes_out'] / 1e6:,.1f} MB out" in out
+    assert re.search(r"folds     \d+\.\d\d s of task time in scatterkit's aggregation", out)
+    # An existing output has a code of its own; --overwrite replaces it.
+    assert main([*argv, "--output", str(tmp_path / "out")]) == 3
+    assert "already exists (--overwrite replaces it)" in capsys.readouterr().err
+    assert main([*argv, "--output", str(tmp_path / "out"), "--overwrite"]) == 0
+    # A failing aggregate under --on-error fail: 1, and nothing is written.
+    spec_path.write_text(json.dumps({"aggregate": {"by": ["user"], "aggregates": {
+        "spend": {"indices": ["h", "c"], "updates": "x", "shape": [4, 3]}}}}))  # fmt: skip
+    argv = argv[: argv.index("--on-error")]
+    assert main([*argv, "--output", str(tmp_path / "failed")]) == 1
+    assert "job failed:" in capsys.readouterr().err
+    assert not (tmp_path / "failed").exists()
 
 
 def test_a_failing_aggregate_fails_the_job_naming_the_group(spark, event_files, tmp_path):  # noqa: F811

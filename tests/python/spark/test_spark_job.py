@@ -458,8 +458,9 @@ def test_cli_run_exit_codes_and_summary(spark, rng, tmp_path, capsys):  # noqa: 
     assert summary["rows_out"] == 40 and summary["error_rows"] == 2
     assert summary["engine"] == "arrow"  # auto, on a local directory
 
-    assert main([*common, "--output", str(tmp_path / "b"), "--on-error", "keep"]) == 2
+    assert main([*common, "--output", str(tmp_path / "b"), "--on-error", "keep"]) == 3
     assert "already exists (--overwrite replaces it)" in capsys.readouterr().err
+    assert main([*common, "--output", str(tmp_path / "b"), "--engine", "spark"]) == 3
     assert (
         main([*common, "--output", str(tmp_path / "b"), "--on-error", "keep", "--overwrite"]) == 0
     )
