@@ -408,7 +408,7 @@ void bound_W6_table_in_cache(benchmark::State& state, int64_t entries) {
 }
 
 // The phases of W6 sum with exact=True, one thread, apart (the kernel is
-// exact_elements_dense in ops/elements/exact.hpp; with exact=True each
+// exact_elements_dense in exact/scatter_elements.hpp; with exact=True each
 // part of the updates has a table of its own, one part per thread):
 //   init:   what precedes the fold: data scanned for a NaN, the 8 MB table of
 //           double slots filled with -0, data written into it;

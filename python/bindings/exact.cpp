@@ -1,6 +1,6 @@
 // Exact-sum states: fold, merge, finish (scatterkit.exact_* in Python).
 #include "arrays.hpp"
-#include "scatterkit/exact_state.hpp"
+#include "scatterkit/exact/state.hpp"
 
 namespace scatterkit::bindings {
 

@@ -1,7 +1,7 @@
 // OpOptions::exact: float sums and means as the exact real sum rounded once
 // (nearest, ties to even), ScatterND sub as data minus the updates, min/max
 // free of order (-0 below +0, any NaN the default quiet NaN); the mergeable
-// exact-sum states (exact_state.hpp); prod and none are ValueErrors.
+// exact-sum states (exact/state.hpp); prod and none are ValueErrors.
 // Results are compared bit for bit.
 #include <algorithm>
 #include <cmath>

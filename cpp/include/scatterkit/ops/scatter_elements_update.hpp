@@ -5,7 +5,8 @@
 //
 // Whole lines (ops/elements/walk.hpp) go to threads and each line folds in order: no races,
 // and the same bits for any thread count. ops/elements/strategy.hpp chooses how a call runs;
-// the strategies are in the other headers of ops/elements/.
+// the strategies are in the other headers of ops/elements/, the exact sums
+// (exact=True) in exact/scatter_elements.hpp.
 #pragma once
 
 #include <cstdint>
@@ -13,9 +14,9 @@
 
 #include "scatterkit/config.hpp"
 #include "scatterkit/copy.hpp"
+#include "scatterkit/exact/scatter_elements.hpp"
 #include "scatterkit/function_ref.hpp"
 #include "scatterkit/index.hpp"
-#include "scatterkit/ops/elements/exact.hpp"
 #include "scatterkit/ops/elements/fold.hpp"
 #include "scatterkit/ops/elements/fused.hpp"
 #include "scatterkit/ops/elements/histogram.hpp"

@@ -5,10 +5,11 @@
 // tensor). v15 reductions: none, sum, sub, prod, min, max.
 //
 // Strategy: tuples are turned into flat slab numbers and sorted by (slab, p),
-// which groups the updates of each target in C order. Groups (and chunks of
-// large slabs) are independent work items, so threads never share a target,
-// and each target is folded in C order: the same bits for any thread count.
-// Work for one thread skips the sort and applies the tuples in C order.
+// which groups the updates of each target in C order (ops/nd/slab_groups.hpp).
+// Groups (and chunks of large slabs) are independent work items, so threads
+// never share a target, and each target is folded in C order: the same bits for
+// any thread count. Work for one thread skips the sort and applies the tuples
+// in C order. Exact sums (exact=True) are in exact/scatter_nd.hpp.
 #pragma once
 
 #include <algorithm>
@@ -19,8 +20,9 @@
 
 #include "scatterkit/config.hpp"
 #include "scatterkit/copy.hpp"
-#include "scatterkit/exact_sum.hpp"
+#include "scatterkit/exact/scatter_nd.hpp"
 #include "scatterkit/index.hpp"
+#include "scatterkit/ops/nd/slab_groups.hpp"
 #include "scatterkit/parallel.hpp"
 #include "scatterkit/reduction.hpp"
 #include "scatterkit/tensor.hpp"
@@ -28,51 +30,6 @@
 namespace scatterkit {
 namespace detail {
 inline namespace SCATTERKIT_KERNELS {
-
-// Updates grouped by target slab: order[group_begin[g] .. group_begin[g+1]) are
-// the tuple numbers hitting slab target[g], ascending.
-struct SlabGroups {
-  std::vector<int64_t> target;
-  std::vector<int64_t> group_begin;
-  std::vector<int64_t> order;
-};
-
-template <class I>
-SlabGroups group_by_slab(const I* idx, int64_t tuples, size_t k, const Shape& data) {
-  std::vector<std::pair<int64_t, int64_t>> keyed(static_cast<size_t>(tuples));
-  for (int64_t p = 0; p < tuples; ++p) {
-    int64_t flat = 0;
-    for (size_t j = 0; j < k; ++j)
-      flat = flat * data[j] + wrap_index(idx[p * int64_t(k) + int64_t(j)], data[j]);
-    keyed[size_t(p)] = {flat, p};
-  }
-  std::sort(keyed.begin(), keyed.end());
-  SlabGroups g;
-  g.order.resize(keyed.size());
-  for (size_t p = 0; p < keyed.size(); ++p) {
-    g.order[p] = keyed[p].second;
-    if (p == 0 || keyed[p].first != keyed[p - 1].first) {
-      g.target.push_back(keyed[p].first);
-      g.group_begin.push_back(int64_t(p));
-    }
-  }
-  g.group_begin.push_back(tuples);
-  return g;
-}
-
-// Calls body(group, chunk_begin, chunk_end) over (group, slab chunk) items.
-template <class Body>
-void for_each_group_chunk(const SlabGroups& g, int64_t slab, int64_t chunk, int64_t bytes,
-                          Body&& body) {
-  const int64_t chunks = std::max<int64_t>(1, (slab + chunk - 1) / chunk);
-  const int64_t groups = int64_t(g.target.size());
-  parallel_for(groups * chunks, bytes, [&](int64_t b, int64_t e) {
-    for (int64_t item = b; item < e; ++item) {
-      const int64_t c0 = (item % chunks) * chunk;
-      body(item / chunks, c0, std::min(slab, c0 + chunk));
-    }
-  });
-}
 
 // Slab chunk per work item: bytes for moves, elements for reductions (the
 // latter bounds the on-stack accumulator).
@@ -108,34 +65,6 @@ void scatter_nd_reduce(const SlabGroups& g, const T* upd, T* out, int64_t slab, 
       }
       for (int64_t e = c0; e < c1; ++e) dst[e] = Op::store(acc[e - c0], end - begin + 1);
     }
-  });
-}
-
-// Exact sum (or, with `subtract`, data minus the updates) of ScatterNDUpdate
-// over slabs grouped by target; out holds data.
-template <class T>
-void exact_nd_sum(const SlabGroups& g, const T* upd, T* out, int64_t slab, bool subtract,
-                  int64_t bytes) {
-  constexpr int64_t kChunk = 256;
-  for_each_group_chunk(g, slab, kChunk, bytes, [&](int64_t grp, int64_t c0, int64_t c1) {
-    T* dst = out + g.target[size_t(grp)] * slab;
-    const int64_t begin = g.group_begin[size_t(grp)], end = g.group_begin[size_t(grp) + 1];
-    ExactSlots<T> slots;
-    double acc[kChunk];
-    for (int64_t e = c0; e < c1; ++e) {
-      acc[e - c0] = -0.0;
-      slots.add(&acc[e - c0], exact_double(dst[e]));
-    }
-    for (int64_t q = begin; q < end; ++q) {
-      const T* src = upd + g.order[size_t(q)] * slab;
-      for (int64_t e = c0; e < c1; ++e) {
-        const double v = exact_double(src[e]);
-        slots.add(&acc[e - c0], subtract ? -v : v);
-      }
-    }
-    const double* tables[1] = {acc};
-    for (int64_t e = c0; e < c1; ++e)
-      dst[e] = finish_parts<T>(&slots, tables, 1, e - c0, false, uint64_t(end - begin + 1));
   });
 }
 

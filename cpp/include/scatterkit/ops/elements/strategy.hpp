@@ -1,8 +1,9 @@
 // How ScatterElementsUpdate runs a call: choose_elements_strategy picks one strategy from the
 // layout of the call and the traits of its reduction, in one place, with the thresholds it
 // compares against. Each strategy lives in a header of its own beside this one (move.hpp,
-// fold.hpp, fused.hpp, ranges.hpp, exact.hpp); elements_strategy lets tests ask which one a call
-// takes. bench/README.md ("Kernel choices") has the measurements behind the thresholds.
+// fold.hpp, fused.hpp, ranges.hpp), the exact sums in exact/scatter_elements.hpp;
+// elements_strategy lets tests ask which one a call takes. bench/README.md ("Kernel choices") has
+// the measurements behind the thresholds.
 #pragma once
 
 #include <algorithm>
@@ -29,8 +30,8 @@ enum class ElementsStrategy {
   kFusedFold,         // validation fused into a fold on a scratch copy (fused.hpp)
   kFusedFoldInParts,  // the same, each line split between threads (fused.hpp)
   kFoldByRanges,      // a 1-D table past the cache, its updates written out by range (ranges.hpp)
-  kExactTable,        // exact sum or mean in tables of double slots (exact.hpp)
-  kExactCompact,      // exact sum or mean in tables over the targeted elements (exact.hpp)
+  kExactTable,        // exact sum or mean in tables of double slots (exact/scatter_elements.hpp)
+  kExactCompact,      // the same, in tables over the targeted elements only
 };
 
 inline const char* strategy_name(ElementsStrategy s) {

@@ -1,22 +1,22 @@
-// Mergeable exact-sum states, for aggregation in several places (Spark tasks,
-// batches, threads): fold updates into states, merge states, finish them.
-// Any split of the updates, merged in any order and grouping, finishes to
-// the bits of scatter_nd_update(..., exact = true) over all of them.
+// Exact sums, the public layer over the superaccumulator (superaccumulator.hpp): mergeable
+// states, for aggregation in several places (Spark tasks, batches, threads): fold updates
+// into states, merge states, finish them. Any split of the updates, merged in any order and
+// grouping, finishes to the bits of scatter_nd_update(..., exact = true) over all of them.
 //
 //   std::vector<uint64_t> st(n * exact_state_words(DType::kFloat32));   // zeros: empty
 //   exact_state_fold(DType::kFloat32, st.data(), {n}, indices, updates);
 //   exact_state_merge(DType::kFloat32, st.data(), other.data(), n);
 //   exact_state_finish(DType::kFloat32, st.data(), n, false, out.data());
 //
-// A state is exact_state_words(dtype) uint64 words per element; exact.hpp
-// describes them. All zeros is the empty state (no terms).
+// A state is exact_state_words(dtype) uint64 words per element, one superaccumulator each
+// (superaccumulator.hpp describes the words). All zeros is the empty state (no terms).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "scatterkit/config.hpp"
-#include "scatterkit/exact.hpp"
+#include "scatterkit/exact/superaccumulator.hpp"
 #include "scatterkit/index.hpp"
 #include "scatterkit/tensor.hpp"
 

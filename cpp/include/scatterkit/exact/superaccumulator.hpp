@@ -1,4 +1,7 @@
-// Exact sums of floats: the real sum held without rounding, rounded once.
+// Exact sums of floats, the bottom layer: the superaccumulator, a sum held as a wide integer
+// without rounding and rounded once at the end. Built on it: double_slots.hpp (a double per
+// target that spills here when an addition would round), state.hpp (mergeable states of a
+// tensor), and the ops' exact=True strategies (scatter_elements.hpp, scatter_nd.hpp).
 //
 // An exact-sum state of an element is a run of uint64 words (ExactLayout<T>):
 //   [0, kSumWords)   the sum of the finite terms, a two's complement integer in

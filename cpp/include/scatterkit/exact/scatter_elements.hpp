@@ -1,6 +1,6 @@
-// ScatterElementsUpdate's exact sums and means (exact=True): in tables of double slots that
-// spill to exact states (exact_sum.hpp), over all of data's elements or over the targeted
-// ones only.
+// Exact sums, the top layer for ScatterElementsUpdate (exact=True, sum and mean): its
+// updates folded into tables of double slots (double_slots.hpp), over all of data's elements
+// or over the targeted ones only; ops/elements/strategy.hpp chooses which.
 #pragma once
 
 #include <algorithm>
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "scatterkit/copy.hpp"
-#include "scatterkit/exact_sum.hpp"
+#include "scatterkit/exact/double_slots.hpp"
 #include "scatterkit/ops/elements/walk.hpp"
 #include "scatterkit/parallel.hpp"
 

@@ -1,16 +1,14 @@
-// Exact sums and means for ScatterElementsUpdate and ScatterNDUpdate
-// (exact=True): every target's terms are summed without rounding and the sum
-// (or the mean) is rounded once, so the bits do not depend on the order of the
-// updates, on how they are grouped, or on the thread count.
+// Exact sums, the layer over the superaccumulator (superaccumulator.hpp): double slots, the
+// fast path of the ops' exact=True strategies. Every target's terms are summed without
+// rounding and the sum (or the mean) is rounded once, so the bits do not depend on the order
+// of the updates, on how they are grouped, or on the thread count.
 //
-// Fast path: a double per target. Every term of a float16, bfloat16, float32
-// or float64 tensor is a double, and a double sum of them stays exact as long
-// as it fits 53 bits: each addition is checked (TwoSum's error term is zero).
-// A target whose addition is not exact, or that meets an infinity or NaN,
-// moves for good to an exact state (exact.hpp), and its slot holds a NaN
-// naming that state. Since no ordering is needed, threads may split one
-// target's updates: each folds a part of every line into a table of its own,
-// and the tables are summed exactly at the end.
+// A double per target: every term of a float16, bfloat16, float32 or float64 tensor is a
+// double, and a double sum of them stays exact as long as it fits 53 bits: each addition is
+// checked (TwoSum's error term is zero). A target whose addition is not exact, or that meets
+// an infinity or NaN, moves for good to a superaccumulator, and its slot holds a NaN naming
+// it. Since no ordering is needed, threads may split one target's updates: each folds a part
+// into a table of its own, and the tables are summed exactly at the end.
 #pragma once
 
 #include <algorithm>
@@ -21,7 +19,7 @@
 #include <vector>
 
 #include "scatterkit/config.hpp"
-#include "scatterkit/exact.hpp"
+#include "scatterkit/exact/superaccumulator.hpp"
 #include "scatterkit/half.hpp"
 #include "scatterkit/parallel.hpp"
 
