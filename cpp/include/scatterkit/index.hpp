@@ -101,6 +101,31 @@ void check_indices(const char* op, const I* indices, int64_t count, int64_t stri
   }
 }
 
+// The slab an index tuple addresses (ScatterNDUpdate, exact states): tuple p's k
+// coordinates, validated and wrapped once, as a C-order offset over shape[0, k). The one
+// place an ND index tuple becomes a flat offset.
+template <class I>
+SCATTERKIT_ALWAYS_INLINE int64_t flat_tuple(const I* idx, int64_t p, size_t k, const Shape& shape) {
+  int64_t flat = 0;
+  for (size_t j = 0; j < k; ++j)
+    flat = flat * shape[j] + wrap_index(idx[p * int64_t(k) + int64_t(j)], shape[j]);
+  return flat;
+}
+
+// Throws IndexError for the first coordinate of the k-tuples idx[0, tuples * k), in C order,
+// that is out of range for its axis of `shape` (`indices_shape` for the message); returns if
+// there is none.
+template <class I>
+void check_index_tuples(const char* op, const I* idx, int64_t tuples, int64_t k, const Shape& shape,
+                        const Shape& indices_shape, bool allow_negative) {
+  for (int64_t p = 0; p < tuples * k; ++p) {
+    const int64_t axis = p % k;
+    if (!index_in_range(idx[p], shape[size_t(axis)], allow_negative))
+      throw_index_error(op, idx[p], axis, shape[size_t(axis)], unravel(p, indices_shape),
+                        allow_negative);
+  }
+}
+
 }  // namespace SCATTERKIT_KERNELS
 }  // namespace detail
 }  // namespace scatterkit

@@ -105,19 +105,13 @@ inline void exact_state_fold(DType dtype, uint64_t* states, const Shape& shape,
   visit_index(indices.type, [&](auto itag) {
     using I = typename decltype(itag)::type;
     const I* idx = static_cast<const I*>(indices.data);
-    for (int64_t p = 0; p < tuples * k; ++p) {
-      const int64_t axis = p % k;
-      if (!index_in_range(idx[p], shape[size_t(axis)], true))
-        throw_index_error(name, idx[p], axis, shape[size_t(axis)], unravel(p, indices.shape), true);
-    }
+    check_index_tuples(name, idx, tuples, k, shape, indices.shape, true);
     visit_float(name, dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       using L = ExactLayout<T>;
       const T* upd = static_cast<const T*>(updates.data);
       for (int64_t p = 0; p < tuples; ++p) {
-        int64_t flat = 0;
-        for (int64_t j = 0; j < k; ++j)
-          flat = flat * shape[size_t(j)] + wrap_index(idx[p * k + j], shape[size_t(j)]);
+        const int64_t flat = flat_tuple(idx, p, size_t(k), shape);
         for (int64_t e = 0; e < slab; ++e) {
           uint64_t* s = states + (flat * slab + e) * L::kWords;
           const double v = exact_double(upd[p * slab + e]);

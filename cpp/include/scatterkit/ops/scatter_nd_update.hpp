@@ -74,12 +74,7 @@ void scatter_nd_reduce(const SlabGroups& g, const T* upd, T* out, int64_t slab, 
 // bits equal the grouped path's.
 template <class KI, class Step>
 void scatter_nd_in_order(const KI* idx, int64_t tuples, size_t k, const Shape& data, Step&& step) {
-  for (int64_t p = 0; p < tuples; ++p) {
-    int64_t flat = 0;
-    for (size_t j = 0; j < k; ++j)
-      flat = flat * data[j] + wrap_index(idx[p * int64_t(k) + int64_t(j)], data[j]);
-    step(flat, p);
-  }
+  for (int64_t p = 0; p < tuples; ++p) step(flat_tuple(idx, p, k, data), p);
 }
 
 // The attribute and shape rules, checked before any input is copied or read.
@@ -127,12 +122,7 @@ void scatter_nd_update_for_index(const TensorRef& data, const I* raw, const Shap
     bad = any_index_out_of_range(raw, tuples, kk, j, data.shape[size_t(j)],
                                  options.allow_negative_indices);
   if (bad)
-    for (int64_t p = 0; p < tuples * kk; ++p) {
-      const int64_t axis = p % kk;
-      if (!index_in_range(raw[p], data.shape[size_t(axis)], options.allow_negative_indices))
-        throw_index_error(op, raw[p], axis, data.shape[size_t(axis)], unravel(p, ishape),
-                          options.allow_negative_indices);
-    }
+    check_index_tuples(op, raw, tuples, kk, data.shape, ishape, options.allow_negative_indices);
   parallel_copy(out, data.data, numel(data.shape) * int64_t(data.itemsize));
   if (tuples == 0 || slab == 0) return;
   const KI* idx = reinterpret_cast<const KI*>(raw);

@@ -28,12 +28,7 @@ struct SlabGroups {
 template <class I>
 SlabGroups group_by_slab(const I* idx, int64_t tuples, size_t k, const Shape& data) {
   std::vector<std::pair<int64_t, int64_t>> keyed(static_cast<size_t>(tuples));
-  for (int64_t p = 0; p < tuples; ++p) {
-    int64_t flat = 0;
-    for (size_t j = 0; j < k; ++j)
-      flat = flat * data[j] + wrap_index(idx[p * int64_t(k) + int64_t(j)], data[j]);
-    keyed[size_t(p)] = {flat, p};
-  }
+  for (int64_t p = 0; p < tuples; ++p) keyed[size_t(p)] = {flat_tuple(idx, p, k, data), p};
   std::sort(keyed.begin(), keyed.end());
   SlabGroups g;
   g.order.resize(keyed.size());
