@@ -15,7 +15,9 @@ import argparse
 import statistics
 import time
 
-import compare  # the canonical workloads' inputs, from the same directory
+from comparison.environment import machine_info  # bench/comparison, beside this file
+from comparison.scatterkit_rows import sk_call
+from comparison.workloads import canonical_workloads, make_case
 
 import scatterkit as sk
 
@@ -29,8 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=25, help="rounds (default 25)")
     args = parser.parse_args(argv)
     sk.set_num_threads(args.threads)
-    chosen = [w for w in compare.canonical_workloads() if w.name in WORKLOADS]
-    cases = {w.name: (w, compare.make_case(w, quick=False)) for w in chosen}
+    chosen = [w for w in canonical_workloads() if w.name in WORKLOADS]
+    cases = {w.name: (w, make_case(w, quick=False)) for w in chosen}
     times: dict[tuple[str, str], list[float]] = {
         (name, setting): [] for name in cases for setting in SETTINGS
     }
@@ -38,13 +40,13 @@ def main(argv: list[str] | None = None) -> int:
         for setting, limit in SETTINGS.items():
             sk.set_output_cache(limit)
             for name, (w, c) in cases.items():
-                compare.sk_call(w, c, c.data, None)  # frees a result the timed call may reuse
+                sk_call(w, c, c.data, None)  # frees a result the timed call may reuse
                 start = time.perf_counter()
-                result = compare.sk_call(w, c, c.data, None)
+                result = sk_call(w, c, c.data, None)
                 times[(name, setting)].append(time.perf_counter() - start)
                 del result
     sk.set_output_cache(SETTINGS["on (default)"])
-    info = compare.machine_info()
+    info = machine_info()
     print(f"{info['cpu']}, {info['logical cpus']} logical cpus; {args.threads} thread(s)")
     print(f"medians of {args.repeats} interleaved rounds, a new result per call")
     print("| workload | cache on (ms) | cache off (ms) | off / on |")

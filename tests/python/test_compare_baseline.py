@@ -1,4 +1,5 @@
-"""bench/compare.py --baseline: another installed build, imported as scatterkit_baseline.
+"""bench/compare.py --baseline: another installed build, imported as scatterkit_baseline
+(bench/comparison/baseline.py).
 
 The helpers are tested on small files; one subprocess runs a tiny A/B of the installed
 build against a copy of itself (no second build needed).
@@ -7,7 +8,6 @@ build against a copy of itself (no second build needed).
 from __future__ import annotations
 
 import importlib.machinery
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -20,11 +20,10 @@ import pytest
 import scatterkit as sk
 
 ROOT = Path(__file__).resolve().parents[2]
-SPEC = importlib.util.spec_from_file_location("scatterkit_bench_compare", ROOT / "bench/compare.py")
-assert SPEC is not None and SPEC.loader is not None
-compare = importlib.util.module_from_spec(SPEC)
-sys.modules[SPEC.name] = compare  # dataclasses look their module up
-SPEC.loader.exec_module(compare)
+sys.path.insert(0, str(ROOT / "bench"))  # bench/comparison, compare.py's modules
+from comparison import baseline, peers, tables  # noqa: E402
+from comparison.measurement import Cell, Row  # noqa: E402
+from comparison.workloads import Workload  # noqa: E402
 
 SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]
 
@@ -40,27 +39,27 @@ def write_package(root: Path, files: dict[str, str]) -> Path:
 
 
 def test_parse_peers():
-    assert compare.parse_peers("") is None
-    assert compare.parse_peers(" , ") is None
-    assert compare.parse_peers("none") == []
-    assert compare.parse_peers("None") == []
-    assert compare.parse_peers("numpy,PyTorch") == ["PyTorch", "NumPy"]  # in PEERS order
-    assert compare.parse_peers("onnx runtime") == ["ONNX Runtime"]
+    assert peers.parse_peers("") is None
+    assert peers.parse_peers(" , ") is None
+    assert peers.parse_peers("none") == []
+    assert peers.parse_peers("None") == []
+    assert peers.parse_peers("numpy,PyTorch") == ["PyTorch", "NumPy"]  # in PEERS order
+    assert peers.parse_peers("onnx runtime") == ["ONNX Runtime"]
     with pytest.raises(ValueError, match="no such peer: torch"):
-        compare.parse_peers("torch,NumPy")
+        peers.parse_peers("torch,NumPy")
     with pytest.raises(ValueError, match="no such peer: none"):
-        compare.parse_peers("none,NumPy")
+        peers.parse_peers("none,NumPy")
 
 
 def test_available_peers_imports_only_the_wanted():
-    assert compare.available_peers([]) == ([], {})
-    assert compare.available_peers(["NumPy"]) == (["NumPy"], {})
+    assert peers.available_peers([]) == ([], {})
+    assert peers.available_peers(["NumPy"]) == (["NumPy"], {})
 
 
 def test_geomean():
-    assert compare.geomean([]) is None
-    assert compare.geomean([2.0, 0.5]) == pytest.approx(1.0)
-    assert compare.geomean([1.0, 1.0, 8.0]) == pytest.approx(2.0)
+    assert tables.geomean([]) is None
+    assert tables.geomean([2.0, 0.5]) == pytest.approx(1.0)
+    assert tables.geomean([1.0, 1.0, 8.0]) == pytest.approx(2.0)
 
 
 def test_absolute_self_imports(tmp_path):
@@ -82,7 +81,7 @@ def test_absolute_self_imports(tmp_path):
             """,
         },
     )
-    found = compare.absolute_self_imports(pkg)
+    found = baseline.absolute_self_imports(pkg)
     assert found == [
         "a.py:3: scatterkit",
         "sub/b.py:3: scatterkit.sub",
@@ -93,43 +92,43 @@ def test_absolute_self_imports(tmp_path):
 def test_the_package_imports_itself_relatively(tmp_path):
     """What load_baseline copies (all but BASELINE_SKIP) names no scatterkit module."""
     src = ROOT / "python/scatterkit"
-    shutil.copytree(src, tmp_path / "copy", ignore=shutil.ignore_patterns(*compare.BASELINE_SKIP))
-    assert compare.absolute_self_imports(tmp_path / "copy") == []
+    shutil.copytree(src, tmp_path / "copy", ignore=shutil.ignore_patterns(*baseline.BASELINE_SKIP))
+    assert baseline.absolute_self_imports(tmp_path / "copy") == []
     # The Spark integration does import it by name: that is why it is left out.
-    assert compare.absolute_self_imports(src / "spark")
+    assert baseline.absolute_self_imports(src / "spark")
 
 
 def test_extension_files(tmp_path):
     pkg = write_package(tmp_path, {})
     (pkg / "_core.pyi").write_text("")
     (pkg / "_core.cpython-39-x86_64-linux-gnu.so.bak").write_bytes(b"")
-    assert compare.extension_files(pkg) == [pkg / f"_core{SUFFIX}"]
+    assert baseline.extension_files(pkg) == [pkg / f"_core{SUFFIX}"]
 
 
 def test_load_baseline_refuses(tmp_path):
     into = tmp_path / "into"
     into.mkdir()
     with pytest.raises(ValueError, match="pip install --target"):
-        compare.load_baseline(tmp_path, into)
+        baseline.load_baseline(tmp_path, into)
     pkg = write_package(tmp_path, {"_api.py": "from scatterkit import _core\n"})
     with pytest.raises(ValueError, match=r"imports scatterkit by name.*_api.py:1"):
-        compare.load_baseline(tmp_path, into)
+        baseline.load_baseline(tmp_path, into)
     (pkg / f"_core{SUFFIX}").unlink()
     with pytest.raises(ValueError, match="no _core extension"):
-        compare.load_baseline(tmp_path, tmp_path / "elsewhere")
-    assert compare.BASELINE_NAME not in sys.modules
+        baseline.load_baseline(tmp_path, tmp_path / "elsewhere")
+    assert baseline.BASELINE_NAME not in sys.modules
 
 
 def test_baseline_table():
-    w = compare.Workload("W2", "W2", "elements", "W2")
-    cell = compare.Cell
+    w = Workload("W2", "W2", "elements", "W2")
+    cell = Cell
 
     def row(threads, sk_ms, base_ms, check="="):
         cells = {"scatterkit": cell([sk_ms / 1e3]), "baseline": cell([base_ms / 1e3], "", check)}
-        return compare.Row(w, threads, cells, 1)
+        return Row(w, threads, cells, 1)
 
-    assert compare.baseline_table([compare.Row(w, 1, {"scatterkit": cell([1.0])}, 1)]) == ""
-    text = compare.baseline_table([row(1, 2.0, 1.0), row(2, 1.0, 2.0), row(2, 4.0, 4.0)])
+    assert tables.baseline_table([Row(w, 1, {"scatterkit": cell([1.0])}, 1)]) == ""
+    text = tables.baseline_table([row(1, 2.0, 1.0), row(2, 1.0, 2.0), row(2, 4.0, 4.0)])
     lines = text.splitlines()
     assert lines[0].split("|")[1:-1] == [
         " workload ",
@@ -150,7 +149,7 @@ def test_ab_run_against_a_copy_of_the_installed_build(tmp_path):
     shutil.copytree(
         Path(sk.__file__).parent,
         dest / "scatterkit",
-        ignore=shutil.ignore_patterns(*compare.BASELINE_SKIP),
+        ignore=shutil.ignore_patterns(*baseline.BASELINE_SKIP),
     )
     out = tmp_path / "RESULTS.md"
     args = ["--quick", "--workloads", "W2", "--threads", "1", "--repeats", "3"]

@@ -1,11 +1,10 @@
 """bench/compare.py family H (issue 33): the histogram sweep's workloads, indices, table and
-the hand-written results section a rewrite of RESULTS.md keeps. One subprocess runs
-`--quick --workloads H` on one table size."""
+the hand-written results sections a rewrite of RESULTS.md keeps (bench/comparison/). One
+subprocess runs `--quick --workloads H` on one table size."""
 
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -14,51 +13,47 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SPEC = importlib.util.spec_from_file_location(
-    "scatterkit_bench_compare_h", ROOT / "bench/compare.py"
-)
-assert SPEC is not None and SPEC.loader is not None
-compare = importlib.util.module_from_spec(SPEC)
-sys.modules[SPEC.name] = compare  # dataclasses look their module up
-SPEC.loader.exec_module(compare)
-bare_loop = sys.modules["bare_loop"]  # bench/bare_loop.py, as compare.py imported it
+sys.path.insert(0, str(ROOT / "bench"))  # bench/comparison and bench/bare_loop.py
+import bare_loop  # noqa: E402
+from comparison import reports, tables, workloads  # noqa: E402
+from comparison.measurement import Cell, Row  # noqa: E402
 
 
 def test_histogram_workloads():
-    w = compare.histogram_workloads()
+    w = workloads.histogram_workloads()
     assert len(w) == 5 * 2 * 2 * 2  # sizes x distributions x index types x reductions
-    assert {x.bins for x in w} == set(compare.HISTOGRAM_BINS)
+    assert {x.bins for x in w} == set(workloads.HISTOGRAM_BINS)
     assert all(x.group == "H" and x.preallocated and x.reduction in ("sum", "max") for x in w)
     assert len({x.name for x in w}) == len(w)
-    assert compare.histogram_workloads((4096,))[0].name == "H 4K sum i64 uniform"
+    assert workloads.histogram_workloads((4096,))[0].name == "H 4K sum i64 uniform"
     # H runs only when named: the default selection is W1-W6
-    assert all(x.group != "H" for x in compare.canonical_workloads())
-    assert [compare.bins_label(b) for b in compare.HISTOGRAM_BINS] == [
+    assert all(x.group != "H" for x in workloads.canonical_workloads())
+    assert [workloads.bins_label(b) for b in workloads.HISTOGRAM_BINS] == [
         "4K",
         "64K",
         "1M",
         "16M",
         "128M",
     ]
-    assert compare.bins_label(1000) == "1000"
+    assert workloads.bins_label(1000) == "1000"
 
 
 def test_histogram_indices():
     rng = np.random.default_rng(0)
     n, bins = 200_000, 65_536
-    skewed = compare.histogram_indices(n, bins, True, rng)
+    skewed = workloads.histogram_indices(n, bins, True, rng)
     assert skewed.dtype == np.int64 and skewed.min() >= 0 and skewed.max() < bins
     hot = np.count_nonzero(skewed < bins // 100) / n
     assert 0.5 < hot < 0.52  # half, plus the uniform half's 1%
     assert np.count_nonzero(skewed[: n // 2] < bins // 100) / (n // 2) < 0.55  # shuffled
-    uniform = compare.histogram_indices(n, bins, False, rng)
+    uniform = workloads.histogram_indices(n, bins, False, rng)
     assert abs(np.count_nonzero(uniform < bins // 100) / n - 0.01) < 0.002
-    assert compare.histogram_indices(10, 50, True, rng).max() < 50  # 1% of 50 bins: 1 bin
+    assert workloads.histogram_indices(10, 50, True, rng).max() < 50  # 1% of 50 bins: 1 bin
 
 
 def test_histogram_case_same_values_for_both_index_types():
     w64, w32 = (
-        compare.Workload(
+        workloads.Workload(
             "H",
             "H",
             "elements",
@@ -71,13 +66,13 @@ def test_histogram_case_same_values_for_both_index_types():
         )
         for t in ("int64", "int32")
     )
-    a, b = compare.make_case(w64, True), compare.make_case(w32, True)
+    a, b = workloads.make_case(w64, True), workloads.make_case(w32, True)
     assert a.indices.dtype == np.int64 and b.indices.dtype == np.int32
     assert np.array_equal(a.indices, b.indices) and np.array_equal(a.updates, b.updates)
     assert a.data.shape == (4096,) and not a.data.any()
-    assert a.indices.size == compare.HISTOGRAM_QUICK_UPDATES
+    assert a.indices.size == workloads.HISTOGRAM_QUICK_UPDATES
     # A skewed case carries its uniform row's indices, for the skew ratio in the same rounds.
-    uniform = compare.make_case(dataclasses.replace(w64, skewed=False), True)
+    uniform = workloads.make_case(dataclasses.replace(w64, skewed=False), True)
     assert uniform.uniform_indices is None
     assert np.array_equal(a.uniform_indices, uniform.indices)
     assert b.uniform_indices.dtype == np.int32
@@ -85,10 +80,10 @@ def test_histogram_case_same_values_for_both_index_types():
 
 
 def test_histogram_table():
-    cell = compare.Cell
+    cell = Cell
 
     def row(bins, skewed, threads, sk_ms, peer_ms, uniform_ms=None):
-        w = compare.Workload(
+        w = workloads.Workload(
             "H", "H", "elements", "H", "sum", bins=bins, skewed=skewed, preallocated=True
         )
         cells = {
@@ -101,7 +96,7 @@ def test_histogram_table():
         }
         if uniform_ms is not None:
             cells["sk uniform"] = cell([uniform_ms / 1e3])
-        return compare.Row(w, threads, cells, 1)
+        return Row(w, threads, cells, 1)
 
     # The skewed row's ratio is over its own `sk uniform` (8 ms, the same rounds), not over
     # the uniform row's time (5 ms, other rounds).
@@ -110,7 +105,7 @@ def test_histogram_table():
         row(4096, True, 1, 10, 10, uniform_ms=8),
         row(1 << 27, False, 1, 6, 10),
     ]
-    text = compare.histogram_table(rows, llc=32 << 20)
+    text = tables.histogram_table(rows, llc=32 << 20)
     lines = text.splitlines()
     assert len(lines) == 2 + 3
     cols = [c.strip() for c in lines[2].split("|")[1:-1]]
@@ -124,7 +119,7 @@ def test_histogram_table():
     assert got["skewed/uniform"] == "1.250 (>1.2)" and got["met"] == "no"
     got = dict(zip(head, [c.strip() for c in lines[4].split("|")[1:-1]]))
     assert got["target"] == "0.5" and got["met"] == "no"  # 512 MB > 32 MB
-    assert compare.histogram_table([]) == ""
+    assert tables.histogram_table([]) == ""
 
 
 @pytest.mark.parametrize("index_dtype", [np.int64, np.int32])
@@ -186,8 +181,8 @@ def test_kept_sections():
             "rows",
         ]
     )
-    assert compare.kept_sections(text) == "## Histograms at every table size\nnote\n### sub\nmore"
-    assert compare.kept_sections("# results\n## Summary\n") == ""
+    assert reports.kept_sections(text) == "## Histograms at every table size\nnote\n### sub\nmore"
+    assert reports.kept_sections("# results\n## Summary\n") == ""
 
 
 def test_quick_histogram_run(tmp_path):
