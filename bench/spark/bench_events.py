@@ -59,9 +59,9 @@ from pyspark.sql import functions as F
 
 import scatterkit as sk
 from scatterkit.spark import functions as skf
-from scatterkit.spark.job import run_job
-from scatterkit.spark.session import DEFAULT_CONF, build_session
-from scatterkit.spark.spec import JobSpec
+from scatterkit.spark.jobs.run import run_job
+from scatterkit.spark.sessions.session import DEFAULT_CONF, build_session
+from scatterkit.spark.specs.job_spec import JobSpec
 
 HERE = Path(__file__).resolve().parent
 HOURS, CATEGORIES = 24, 16
@@ -549,11 +549,11 @@ def machine() -> list[str]:
 
 def _aggregate_source() -> str:
     """When the installed event aggregation last changed (it is being written)."""
-    module = sys.modules.get("scatterkit.spark.aggregate")
+    module = sys.modules.get("scatterkit.spark.aggregation.api")
     if module is None or module.__file__ is None:
-        return "no scatterkit.spark.aggregate"
+        return "no scatterkit.spark.aggregation.api"
     stamp = time.gmtime(os.path.getmtime(module.__file__))
-    return f"scatterkit/spark/aggregate.py of {time.strftime('%Y-%m-%d %H:%M UTC', stamp)}"
+    return f"scatterkit/spark/aggregation/api.py of {time.strftime('%Y-%m-%d %H:%M UTC', stamp)}"
 
 
 def _mb(outcome: Outcome) -> str:

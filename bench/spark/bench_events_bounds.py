@@ -33,7 +33,7 @@ import pyarrow as pa
 from bench_events import generate, scatterkit_aggregate, scatterkit_columns
 from pyspark.sql import DataFrame, SparkSession
 
-from scatterkit.spark.session import build_session
+from scatterkit.spark.sessions.session import build_session
 
 
 def _identity(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -45,10 +45,10 @@ from pyspark.sql import functions as F
 
 import scatterkit as sk
 from scatterkit.spark import functions as skf
-from scatterkit.spark.element_types import tensor_struct
-from scatterkit.spark.job import _run as run_engine
-from scatterkit.spark.session import DEFAULT_CONF, build_session
-from scatterkit.spark.spec import JobSpec
+from scatterkit.spark.core.element_types import tensor_struct
+from scatterkit.spark.jobs.run import _run as run_engine
+from scatterkit.spark.sessions.session import DEFAULT_CONF, build_session
+from scatterkit.spark.specs.job_spec import JobSpec
 
 HERE = Path(__file__).resolve().parent
 SPEC = {

@@ -87,5 +87,5 @@ def test_negative_indices_follow_the_registry(name):
 def test_the_oracle_and_the_spark_spec_use_the_registrys_lists():
     assert reference.ELEMENTS_REDUCTIONS == ELEMENTS_REDUCTIONS
     assert reference.ND_REDUCTIONS == ND_REDUCTIONS
-    spark_spec = pytest.importorskip("scatterkit.spark.spec")
+    spark_spec = pytest.importorskip("scatterkit.spark.specs.job_spec")
     assert spark_spec.OPS is OPS

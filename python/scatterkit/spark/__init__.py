@@ -6,19 +6,25 @@
 
 Every entry works on a classic session and on a Spark Connect session alike: nothing here
 uses the SparkContext, RDDs or the JVM except the classic session's own set-up and its
-progress display. The modules, top-down:
+progress display.
 
-- driver side: `session` (classic or Connect), `spec` (the job's JSON), `plan` (a spec
-  checked against the input's schema), `job` (`run_job`: engine choice, progress, summary),
-  `engine_arrow` and `engine_spark` (the two ways to run a job), `storage` (paths, the
-  input's pieces, the commit), `cluster` (the file work: one-task jobs, or the driver on a
-  local master), `progress`, `summary`, `functions` (column functions), `aggregate` (event
-  tables to tensors: `scatter_nd_agg`, `aggregate`);
-- executor side: `steps` (the one step runner: fail/keep, row naming, the error layout),
-  `tensors` (Arrow columns <-> tensors), `piece_task` (the Arrow engine's task), `stats`
-  (counts and failures sent back as data), `agg_tasks` (the aggregation's combiner and
-  finisher), `agg_states` (events checked and folded into order-free states);
-- shared: `errors`, `element_types`, `agg_spec`; tools: `cli`, `demo`, `demo_data`, `pack`.
+The package is in layers; a module imports only from its own layer and those below it
+(``[tool.importlinter]`` in pyproject.toml, checked by tests/python/test_layers.py):
+
+- entry points: `cli` (``scatterkit-spark``), `demo` and `demo_data`, `functions` (the
+  column functions, imported as ``skf``);
+- `sessions`: `session` (classic or Connect), `pack` (the executors' environment),
+  `artifacts` (the library shipped to a Connect server);
+- `jobs` (driver): `run` (`run_job`, `transform`), `plan`, `engine_arrow`, `engine_spark`,
+  `aggregate_job` (an aggregation on the Arrow engine), `cluster` (one-task file work),
+  `progress`, `summary`;
+- `aggregation`: `api` (driver: `scatter_nd_agg`, `aggregate`), `tasks` (executor: the
+  combiner and the finisher), `wire` (the shuffle rows both sides use), `states` (events
+  folded into order-free states);
+- `runtime` (executor; never imports the layers above): `steps`, `tensors`, `stats`,
+  `threads`, `storage` (input pieces, the commit), `piece_task` (the Arrow engine's task);
+- `specs`: `job_spec` (the job's JSON), `agg_spec`, `constant`;
+- `core`: `errors`, `element_types` (the tensor column's types and struct), `connect`.
 
 See docs/spark.md for the tensor column layout, the job specification and running on
 local, standalone, YARN, Kubernetes and Spark Connect.
@@ -31,26 +37,26 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and IDEs
     from . import functions as functions
-    from .errors import JobFailed as JobFailed
-    from .errors import RowError as RowError
-    from .errors import SpecError as SpecError
-    from .job import run_job as run_job
-    from .job import transform as transform
-    from .pack import pack as pack
-    from .session import build_session as build_session
-    from .spec import JobSpec as JobSpec
-    from .summary import JobSummary as JobSummary
+    from .core.errors import JobFailed as JobFailed
+    from .core.errors import RowError as RowError
+    from .core.errors import SpecError as SpecError
+    from .jobs.run import run_job as run_job
+    from .jobs.run import transform as transform
+    from .jobs.summary import JobSummary as JobSummary
+    from .sessions.pack import pack as pack
+    from .sessions.session import build_session as build_session
+    from .specs.job_spec import JobSpec as JobSpec
 
 _EXPORTS = {
-    "JobSpec": "spec",
-    "SpecError": "errors",
-    "JobFailed": "errors",
-    "RowError": "errors",
-    "JobSummary": "summary",
-    "run_job": "job",
-    "transform": "job",
-    "build_session": "session",
-    "pack": "pack",
+    "JobSpec": "specs.job_spec",
+    "SpecError": "core.errors",
+    "JobFailed": "core.errors",
+    "RowError": "core.errors",
+    "JobSummary": "jobs.summary",
+    "run_job": "jobs.run",
+    "transform": "jobs.run",
+    "build_session": "sessions.session",
+    "pack": "sessions.pack",
     "functions": None,
 }
 

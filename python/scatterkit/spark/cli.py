@@ -169,7 +169,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .spec import JobSpec, SpecError
+    from .specs.job_spec import JobSpec, SpecError
 
     try:
         spec = JobSpec.load(args.spec)
@@ -183,7 +183,7 @@ def _run(args: argparse.Namespace) -> int:
     spark = _start_spark(args)
     if spark is None:
         return ExitCode.USAGE
-    from .session import end_session
+    from .sessions.session import end_session
 
     try:
         return _run_on(spark, spec, args)
@@ -194,9 +194,9 @@ def _run(args: argparse.Namespace) -> int:
 def _run_on(spark: Any, spec: Any, args: argparse.Namespace) -> int:
     from pyspark.errors import AnalysisException, PySparkException
 
-    from .job import JobFailed, run_job
-    from .session import where_it_runs
-    from .spec import SpecError
+    from .jobs.run import JobFailed, run_job
+    from .sessions.session import where_it_runs
+    from .specs.job_spec import SpecError
 
     print(f"{PROG} run: {_outline(spec)} on {where_it_runs(spark)}", flush=True)
     try:
@@ -257,7 +257,7 @@ def _outline(spec: Any) -> str:
 
 def _start_spark(args: argparse.Namespace) -> Any:
     """The job's SparkSession, or None after saying on one line why Spark did not start."""
-    from .session import build_session
+    from .sessions.session import build_session
 
     try:
         return build_session(
@@ -335,7 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 archive=args.archive,
                 conf=dict(args.conf),
             )
-        from .pack import pack
+        from .sessions.pack import pack
 
         pack(args.output, wheel=args.wheel, source=args.source, extra=args.extra)
     except (FileNotFoundError, ValueError) as exc:  # a missing archive, wheel or source

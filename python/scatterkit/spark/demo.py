@@ -26,10 +26,10 @@ import pyarrow.dataset as ds
 import scatterkit as sk
 
 from .demo_data import CATEGORIES, HOURS, SERIES, TILE, DemoData, generate
-from .job import run_job
-from .session import build_session, end_session, where_it_runs
-from .spec import JobSpec
-from .summary import JobSummary
+from .jobs.run import run_job
+from .jobs.summary import JobSummary
+from .sessions.session import build_session, end_session, where_it_runs
+from .specs.job_spec import JobSpec
 
 
 def _spend(reduction: str) -> dict[str, Any]:

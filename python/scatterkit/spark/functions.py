@@ -25,12 +25,14 @@ import pyarrow as pa
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from .aggregate import aggregate as aggregate
-from .aggregate import scatter_nd_agg as scatter_nd_agg
-from .element_types import numpy_dtype, spark_name, tensor_struct
-from .errors import RowError
-from .spec import OPS, Step, TensorInput, check_constant
-from .steps import ON_ERROR, BatchPlan, configure_threads, dry_run, run_steps
+from .aggregation.api import aggregate as aggregate
+from .aggregation.api import scatter_nd_agg as scatter_nd_agg
+from .core.element_types import numpy_dtype, spark_name, tensor_struct
+from .core.errors import RowError
+from .runtime.steps import ON_ERROR, BatchPlan, dry_run, run_steps
+from .runtime.threads import configure_threads
+from .specs.constant import check_constant
+from .specs.job_spec import OPS, Step, TensorInput
 
 ColumnOrName = Union[Column, str]
 

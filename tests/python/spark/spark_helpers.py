@@ -110,7 +110,7 @@ def run_python(code: str, timeout: float, env: dict[str, str] | None = None) -> 
 def spark():
     """One local Spark session for the in-process tests (2 cores, small memory, no UI)."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from scatterkit.spark.session import build_session
+    from scatterkit.spark.sessions.session import build_session
 
     session = build_session(
         master="local[2]",

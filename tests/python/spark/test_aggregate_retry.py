@@ -82,7 +82,7 @@ import json
 import sys
 
 from scatterkit.spark import functions as skf
-from scatterkit.spark.session import build_session
+from scatterkit.spark.sessions.session import build_session
 
 source, output, master, conf = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
 spark = build_session(master=master, conf=conf, app_name="aggregate-retry", log_level="WARN")
@@ -107,9 +107,9 @@ JOB_DRIVER = """
 import json
 import sys
 
-from scatterkit.spark.job import run_job
-from scatterkit.spark.session import build_session
-from scatterkit.spark.spec import JobSpec
+from scatterkit.spark.jobs.run import run_job
+from scatterkit.spark.sessions.session import build_session
+from scatterkit.spark.specs.job_spec import JobSpec
 
 source, output, master, conf = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
 spark = build_session(master=master, conf=conf, app_name="aggregate-job-retry", log_level="WARN")

@@ -22,11 +22,11 @@ from spark_helpers import pa, pq, tensor_column, tensor_rows, write_parquet
 import scatterkit as sk
 from scatterkit.spark import functions as skf
 from scatterkit.spark.cli import main
-from scatterkit.spark.errors import JobFailed, RowError
-from scatterkit.spark.job import run_job
-from scatterkit.spark.progress import is_connect
-from scatterkit.spark.session import build_session
-from scatterkit.spark.spec import JobSpec
+from scatterkit.spark.core.connect import is_connect
+from scatterkit.spark.core.errors import JobFailed, RowError
+from scatterkit.spark.jobs.run import run_job
+from scatterkit.spark.sessions.session import build_session
+from scatterkit.spark.specs.job_spec import JobSpec
 
 pytestmark = pytest.mark.spark
 
@@ -266,7 +266,7 @@ def test_event_aggregation_runs_through_the_server(remote, events, tmp_path):
 
 def test_the_file_work_runs_on_the_servers_executors(remote, tmp_path):
     # The client may not see the server's files: listing and committing run in a Spark task.
-    from scatterkit.spark.cluster import on_cluster
+    from scatterkit.spark.jobs.cluster import on_cluster
 
     assert on_cluster(remote, os.getpid) != os.getpid()
     with pytest.raises(FileNotFoundError):  # raised here with its type
@@ -301,7 +301,7 @@ def test_stopping_the_server_ends_its_whole_process_group(remote, connect_server
 
 def test_relative_paths_are_the_clients_not_the_servers(tmp_path, monkeypatch):
     # A Connect server resolves a relative path against its own working directory.
-    from scatterkit.spark.job import _from_here
+    from scatterkit.spark.jobs.run import _from_here
 
     monkeypatch.chdir(tmp_path)
     assert _from_here("in/part") == str(tmp_path / "in" / "part")

@@ -64,7 +64,7 @@ def spark(server):
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    from scatterkit.spark.pack import wheel_from_installed
+    from scatterkit.spark.sessions.pack import wheel_from_installed
 
     return wheel_from_installed(tmp_path_factory.mktemp("wheel"))
 
@@ -98,7 +98,7 @@ def test_ship_library_makes_scatterkit_importable(spark, wheel):
     from pyspark.sql import functions as F
 
     from scatterkit.spark import functions as skf
-    from scatterkit.spark.artifacts import ship_library
+    from scatterkit.spark.sessions.artifacts import ship_library
 
     assert ship_library(spark, wheel=wheel) == "scatterkit"
     out, module = _run(spark, _scatter())
@@ -119,7 +119,7 @@ def test_ship_library_makes_scatterkit_importable(spark, wheel):
 
 
 def test_on_workers_puts_an_archive_directory_on_sys_path(spark, wheel, tmp_path):
-    from scatterkit.spark.artifacts import on_workers
+    from scatterkit.spark.sessions.artifacts import on_workers
 
     archive = shutil.copy(wheel, tmp_path / "wheel.zip")  # unpacked as wheel/scatterkit/...
     spark.addArtifacts(f"{archive}#wheel", archive=True)

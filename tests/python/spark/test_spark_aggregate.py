@@ -22,14 +22,15 @@ import pytest
 from pyspark.sql import functions as F
 from spark_helpers import pa, pq, spark, write_parquet  # noqa: F401
 
-from scatterkit.spark import agg_tasks
 from scatterkit.spark import functions as skf
-from scatterkit.spark.agg_spec import check_agg
-from scatterkit.spark.agg_tasks import AggPlan, combine_events, finish_groups
+from scatterkit.spark.aggregation import tasks as agg_tasks
+from scatterkit.spark.aggregation.tasks import combine_events, finish_groups
+from scatterkit.spark.aggregation.wire import AggPlan
 from scatterkit.spark.cli import main
-from scatterkit.spark.errors import JobFailed, SpecError
-from scatterkit.spark.job import run_job
-from scatterkit.spark.spec import JobSpec
+from scatterkit.spark.core.errors import JobFailed, SpecError
+from scatterkit.spark.jobs.run import run_job
+from scatterkit.spark.specs.agg_spec import check_agg
+from scatterkit.spark.specs.job_spec import JobSpec
 
 pytestmark = pytest.mark.spark
 
@@ -663,10 +664,10 @@ def _aggregation_job(**aggregates: dict) -> JobSpec:
 
 
 def test_the_job_reads_events_with_pyarrow_where_it_reads_them_as_spark_does(spark, tmp_path):  # noqa: F811
-    from scatterkit.spark.agg_job import _event_reader
-    from scatterkit.spark.aggregate import agg_plan, step_specs
-    from scatterkit.spark.piece_task import BatchLimits
-    from scatterkit.spark.storage import locate
+    from scatterkit.spark.aggregation.api import agg_plan, step_specs
+    from scatterkit.spark.jobs.aggregate_job import _event_reader
+    from scatterkit.spark.runtime.piece_task import BatchLimits
+    from scatterkit.spark.runtime.storage import locate
 
     source = write_parquet(tmp_path / "in", _mixed_events(), files=3)
     by_pyarrow = {  # casts that pyarrow and Spark round alike, keys and orders of like types

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from spark_helpers import list_array, pa, tensor_column, tensor_rows
 
-from scatterkit.spark.tensors import constant_rows, read_split, read_tensor, tensor_array
+from scatterkit.spark.runtime.tensors import constant_rows, read_split, read_tensor, tensor_array
 
 
 def _rows(arrays):

@@ -24,11 +24,11 @@ from spark_helpers import list_array, pa, pq, spark, spark_env, write_parquet  #
 
 from scatterkit.spark.demo import check_events, check_sample, run_demo
 from scatterkit.spark.demo_data import generate
-from scatterkit.spark.pack import _run, pack, wheel_from_installed
-from scatterkit.spark.progress import Display, Progress, StageCounts
-from scatterkit.spark.session import _quiet_start
-from scatterkit.spark.stats import TaskStats
-from scatterkit.spark.summary import JobSummary
+from scatterkit.spark.jobs.progress import Display, Progress, StageCounts
+from scatterkit.spark.jobs.summary import JobSummary
+from scatterkit.spark.runtime.stats import TaskStats
+from scatterkit.spark.sessions.pack import _run, pack, wheel_from_installed
+from scatterkit.spark.sessions.session import _quiet_start
 
 
 @pytest.fixture(scope="module")
@@ -185,14 +185,26 @@ def test_summary_flags_lost_rows_and_survives_a_zero_duration():
     summary = JobSummary(rows_in=5, rows_out=4, seconds=0.0)
     assert summary.rows_per_second == 0.0 and summary.tensor_mb_per_second == 0.0
     assert summary.lines()[0] == "rows      5 in, 4 out  << ROW COUNT MISMATCH"
+    assert not summary.complete
+    # An aggregation writes a row per group: fewer rows out is what it is for.
+    folded = {"s": {"events": 5, "dropped": 0, "error_groups": 0}}
+    grouped = JobSummary(rows_in=5, rows_out=2, seconds=1.0, aggregated=folded, fold_seconds=0.5)
+    assert grouped.complete
+    assert grouped.lines()[:2] == [
+        "rows      5 events in, 2 groups out",
+        "folds     0.50 s of task time in scatterkit's aggregation folds",
+    ]
 
 
 def test_stats_add_numbers_up_and_unite_sets():
     # Two tasks with scatterkit from different places: the summary must name both.
     total = TaskStats()
-    total.add(TaskStats({"batches": 3, "bytes_in": 0, "bytes_out": 1, "python_us": 0}, {"/a"}, {1}))
-    total.add(TaskStats({"batches": 4, "bytes_in": 2, "bytes_out": 0, "python_us": 5}, {"/b"}, {1}))
-    assert total.counts == {"batches": 7, "bytes_in": 2, "bytes_out": 1, "python_us": 5}
+    first = {"batches": 3, "bytes_in": 0, "bytes_out": 1, "python_us": 0, "fold_us": 7}
+    second = {"batches": 4, "bytes_in": 2, "bytes_out": 0, "python_us": 5, "fold_us": 1}
+    total.add(TaskStats(first, {"/a"}, {1}))
+    total.add(TaskStats(second, {"/b"}, {1}))
+    want = {"batches": 7, "bytes_in": 2, "bytes_out": 1, "python_us": 5, "fold_us": 8}
+    assert total.counts == want
     assert total.modules == {"/a", "/b"} and total.threads == {1}
 
 
@@ -246,7 +258,7 @@ def test_wheel_from_installed_holds_the_extension_and_a_valid_record(tmp_path):
     with zipfile.ZipFile(wheel) as z:
         names = z.namelist()
         assert any(n.startswith("scatterkit/_core") for n in names)
-        assert "scatterkit/spark/job.py" in names
+        assert "scatterkit/spark/jobs/run.py" in names
         assert not any("__pycache__" in n for n in names)
         record = next(n for n in names if n.endswith(".dist-info/RECORD"))
         for line in z.read(record).decode().splitlines():

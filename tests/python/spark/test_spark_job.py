@@ -11,9 +11,9 @@ from spark_helpers import list_array, pa, pq, spark, tensor_column, tensor_rows,
 
 import scatterkit as sk
 from scatterkit.spark.cli import _at_least, main
-from scatterkit.spark.job import JobFailed, run_job, transform
-from scatterkit.spark.spec import JobSpec
-from scatterkit.spark.summary import JobSummary
+from scatterkit.spark.jobs.run import JobFailed, run_job, transform
+from scatterkit.spark.jobs.summary import JobSummary
+from scatterkit.spark.specs.job_spec import JobSpec
 
 SPEC = {
     "steps": [
@@ -235,7 +235,7 @@ def test_a_file_with_a_narrower_column_type_is_widened_by_both_engines(spark, rn
     ],
 )
 def test_only_casts_that_keep_every_value_are_widenings(source, target, widens):
-    from scatterkit.spark.piece_task import _widens
+    from scatterkit.spark.runtime.piece_task import _widens
 
     assert _widens(source, target) is widens
 
@@ -327,9 +327,9 @@ def test_column_names_with_dots(spark, rng, tmp_path, engine):  # noqa: F811
 def test_arrow_pieces_number_rows_from_the_start_of_their_file(tmp_path):
     # A task reading row groups 2 and 3 names its rows 16 to 31, as Spark's row_index does,
     # so that a failure names the right row.
-    from scatterkit.spark.piece_task import BatchLimits, read_piece
-    from scatterkit.spark.steps import FILE_COLUMN, ROW_COLUMN
-    from scatterkit.spark.storage import Piece
+    from scatterkit.spark.runtime.piece_task import BatchLimits, read_piece
+    from scatterkit.spark.runtime.steps import FILE_COLUMN, ROW_COLUMN
+    from scatterkit.spark.runtime.storage import Piece
 
     path = tmp_path / "one.parquet"
     pq.write_table(pa.table({"x": pa.array(range(32), pa.int64())}), path, row_group_size=8)
@@ -345,7 +345,7 @@ def test_arrow_engine_skips_hidden_and_underscore_files_as_spark_does(tmp_path):
     # Spark's own output holds .crc checksums and _SUCCESS: not Parquet to read.
     import pyarrow.fs as pafs
 
-    from scatterkit.spark.storage import input_files
+    from scatterkit.spark.runtime.storage import input_files
 
     pq.write_table(pa.table({"x": [1]}), tmp_path / "part-0.parquet")
     (tmp_path / ".part-0.parquet.crc").write_bytes(b"crc")
@@ -356,7 +356,7 @@ def test_arrow_engine_skips_hidden_and_underscore_files_as_spark_does(tmp_path):
 
 
 def test_an_output_is_apart_from_an_input_whose_name_merely_starts_like_it():
-    from scatterkit.spark.storage import check_output_apart
+    from scatterkit.spark.runtime.storage import check_output_apart
 
     check_output_apart("/data/events_2024", "/data/events", "in", "out")  # siblings
     with pytest.raises(ValueError, match="would replace the input"):
@@ -364,7 +364,7 @@ def test_an_output_is_apart_from_an_input_whose_name_merely_starts_like_it():
 
 
 def test_arrow_batch_limits_follow_sparks_settings():
-    from scatterkit.spark.piece_task import BatchLimits, _byte_size
+    from scatterkit.spark.runtime.piece_task import BatchLimits, _byte_size
 
     rows_key = "spark.sql.execution.arrow.maxRecordsPerBatch"
     bytes_key = "spark.sql.execution.arrow.maxBytesPerBatch"
@@ -503,8 +503,8 @@ def test_cli_run_exits_1_and_says_so_when_rows_are_lost(spark, tmp_path, capsys,
     def lost_a_row(*_, **__):
         return JobSummary(rows_in=5, rows_out=4, seconds=1.0)
 
-    monkeypatch.setattr("scatterkit.spark.session.build_session", lambda **_: spark)
-    monkeypatch.setattr("scatterkit.spark.job.run_job", lost_a_row)
+    monkeypatch.setattr("scatterkit.spark.sessions.session.build_session", lambda **_: spark)
+    monkeypatch.setattr("scatterkit.spark.jobs.run.run_job", lost_a_row)
     spec_path = tmp_path / "job.json"
     spec_path.write_text(json.dumps(SPEC))
     assert main(["run", "--spec", str(spec_path), "--input", "in", "--output", "out"]) == 1
@@ -515,7 +515,7 @@ def test_cli_says_where_to_look_when_spark_stops_while_starting(tmp_path, capsys
     def stopped(**_):
         raise RuntimeError("Cannot call methods on a stopped SparkContext.\nThis stopped ...")
 
-    monkeypatch.setattr("scatterkit.spark.session.build_session", stopped)
+    monkeypatch.setattr("scatterkit.spark.sessions.session.build_session", stopped)
     spec_path = tmp_path / "job.json"
     spec_path.write_text(json.dumps(SPEC))
     argv = ["run", "--spec", str(spec_path), "--input", "in", "--output", "out"]
@@ -584,7 +584,7 @@ def test_an_exact_step_gives_the_bits_of_the_exact_api_on_both_engines(
 
 def test_the_file_work_on_a_local_master_runs_in_the_driver(spark):  # noqa: F811
     # Its executors share this machine's files: no one-task job per listing or commit.
-    from scatterkit.spark.cluster import on_cluster
+    from scatterkit.spark.jobs.cluster import on_cluster
 
     assert spark.sparkContext.master.startswith("local")
     assert on_cluster(spark, os.getpid) == os.getpid()
@@ -593,7 +593,7 @@ def test_the_file_work_on_a_local_master_runs_in_the_driver(spark):  # noqa: F81
 def test_task_files_gather_row_groups_and_dictionary_encode_flat_columns_only(
     tmp_path, monkeypatch
 ):
-    from scatterkit.spark import piece_task
+    from scatterkit.spark.runtime import piece_task
 
     def batch(first: int) -> pa.RecordBatch:
         return pa.record_batch(

@@ -9,16 +9,16 @@ import pytest
 from spark_helpers import list_array, pa, tensor_column, tensor_rows
 
 import scatterkit as sk
-from scatterkit.spark.errors import RowError
-from scatterkit.spark.spec import JobSpec
-from scatterkit.spark.stats import NAMES, TaskStats, total
-from scatterkit.spark.steps import (
+from scatterkit.spark.core.errors import RowError
+from scatterkit.spark.runtime.stats import NAMES, TaskStats, total
+from scatterkit.spark.runtime.steps import (
     BatchPlan,
     configure_threads,
     raise_failures,
     report_failures,
     run_steps,
 )
+from scatterkit.spark.specs.job_spec import JobSpec
 
 
 def _steps() -> list[dict]:

@@ -9,8 +9,9 @@ import pytest
 import spark_helpers  # noqa: F401 - skips the module without pyarrow / pyspark
 from pyspark.sql import types as T
 
-from scatterkit.spark.plan import plan_job
-from scatterkit.spark.spec import Constant, JobSpec, SpecError, TensorInput, check_constant
+from scatterkit.spark.jobs.plan import plan_job
+from scatterkit.spark.specs.constant import Constant, check_constant
+from scatterkit.spark.specs.job_spec import JobSpec, SpecError, TensorInput
 
 STEP = {
     "op": "ScatterElementsUpdate-12",

@@ -13,8 +13,8 @@ import pytest
 from spark_helpers import list_array, pa, run_python, spark_env, write_parquet
 
 import scatterkit as sk
-from scatterkit.spark.spec import JobSpec
-from scatterkit.spark.steps import BatchPlan, run_steps
+from scatterkit.spark.runtime.steps import BatchPlan, run_steps
+from scatterkit.spark.specs.job_spec import JobSpec
 
 SPEC = {
     "row_id": "id",
@@ -99,9 +99,9 @@ DRIVER = """
 import json, os, sys
 import numpy as np
 from pyspark.sql import functions as F
-from scatterkit.spark.session import build_session
-from scatterkit.spark.job import run_job
-from scatterkit.spark.spec import JobSpec
+from scatterkit.spark.sessions.session import build_session
+from scatterkit.spark.jobs.run import run_job
+from scatterkit.spark.specs.job_spec import JobSpec
 
 spark = build_session(master="local[2]", conf={{
     "spark.task.cpus": "2",

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._batch import Ragged
+from ..._batch import Ragged
 
 Problems = dict  # dict[int, str]: row -> why it cannot be used (rows absent are fine)
 _INT32_MAX = 2**31 - 1

@@ -25,23 +25,23 @@ from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .agg_spec import AggregateStep, AggSpec, check_agg
-from .agg_states import AggState, read_events
-from .agg_tasks import (
-    BLOB,
-    FLUSH_CONF,
-    KIND,
+from ..core.element_types import element_type, tensor_struct
+from ..core.errors import RowError, SpecError
+from ..runtime.stats import FOLD_US, fold_time_observed, with_fold_time
+from ..runtime.threads import configure_threads
+from ..specs.agg_spec import AggregateStep, AggSpec, check_agg
+from .states import AggState, read_events
+from .tasks import FLUSH_CONF, combine_events, finish_groups, tensor_results
+from .wire import (
     RESULT_FIELDS,
     AggPlan,
-    combine_events,
-    finish_groups,
+    coord_name,
     key_name,
-    tensor_results,
+    order_name,
+    packed_schema,
+    result_name,
+    value_name,
 )
-from .element_types import element_type, tensor_struct
-from .errors import RowError, SpecError
-from .stats import FOLD_US, fold_time_observed, with_fold_time
-from .steps import configure_threads
 
 ColumnOrName = Union[Column, str]
 _SPEC_ATTRIBUTE = "_scatterkit_agg"
@@ -298,29 +298,12 @@ def event_columns(df: DataFrame, plan: AggPlan) -> DataFrame:
     """The columns the combiner reads, under `AggPlan`'s names, values cast to their
     aggregates' types."""
     columns = [F.col(c).alias(k) for c, k in zip(plan.key_names, plan.keys)]
-    columns += [F.col(c).alias(f"__coord{m}") for m, c in enumerate(plan.coordinates)]
+    columns += [F.col(c).alias(coord_name(m)) for m, c in enumerate(plan.coordinates)]
     for v, (updates, element, size) in enumerate(plan.values):
         kind = element if size == 1 else f"array<{element}>"
-        columns.append(F.col(updates).cast(kind).alias(f"__value{v}"))
-    columns += [F.col(c).alias(f"__order{o}") for o, c in enumerate(plan.orders)]
+        columns.append(F.col(updates).cast(kind).alias(value_name(v)))
+    columns += [F.col(c).alias(order_name(o)) for o, c in enumerate(plan.orders)]
     return df.select(*columns)
-
-
-def packed_schema(events: T.StructType, plan: AggPlan) -> T.StructType:
-    """The combiner's rows (`agg_tasks.combine_events`) for events of `event_columns`' schema."""
-    fields = {f.name: f for f in events.fields}
-    event_names = [f"__cell{g}" for g in range(len(plan.cell_groups))]
-    event_names += [f"__value{v}" for v in range(len(plan.values))]
-    event_names += [f"__order{o}" for o in range(len(plan.orders))]
-    kinds = {f"__cell{g}": T.IntegerType() for g in range(len(plan.cell_groups))}
-    return T.StructType(
-        [fields[k] for k in plan.keys]
-        + [
-            T.StructField(c, T.ArrayType(kinds.get(c) or fields[c].dataType, True), True)
-            for c in event_names
-        ]
-        + [T.StructField(KIND, T.ByteType(), False), T.StructField(BLOB, T.BinaryType(), True)]
-    )
 
 
 def group_packed(packed: DataFrame, plan: AggPlan) -> DataFrame:
@@ -334,7 +317,7 @@ def finished_schema(events: T.StructType, plan: AggPlan) -> T.StructType:
     return T.StructType(
         [fields[k] for k in plan.keys]
         + [
-            T.StructField(f"__agg{i}", result_type(s.dtype or ""), True)
+            T.StructField(result_name(i), result_type(s.dtype or ""), True)
             for i, s in enumerate(plan.specs)
         ]
     )
@@ -343,7 +326,7 @@ def finished_schema(events: T.StructType, plan: AggPlan) -> T.StructType:
 def named_results(by: Sequence[str], specs: dict[str, AggSpec]) -> list[Column]:
     """The finisher's columns under the user's names."""
     renamed = [F.col(key_name(j)).alias(c) for j, c in enumerate(by)]
-    return renamed + [F.col(f"__agg{i}").alias(name) for i, name in enumerate(specs)]
+    return renamed + [F.col(result_name(i)).alias(name) for i, name in enumerate(specs)]
 
 
 __all__ = ["aggregate", "plan_aggregate", "result_type", "scatter_nd_agg", "settle_spec"]

@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from ..core.connect import is_connect
+
 
 @dataclass(frozen=True)
 class StageCounts:
@@ -59,15 +61,6 @@ class Display:
                 elapsed = time.perf_counter() - self._start
                 print(f"[{self._label} {elapsed:6.1f}s] {text}", file=self._out, flush=True)
                 self._last = text
-
-
-def is_connect(spark: Any) -> bool:
-    """Whether `spark` is a Spark Connect session (no SparkContext, no JVM here)."""
-    try:
-        from pyspark.sql.connect.session import SparkSession as ConnectSession
-    except ImportError:  # the Connect client's requirements are not installed
-        return False
-    return isinstance(spark, ConnectSession)
 
 
 class Progress:

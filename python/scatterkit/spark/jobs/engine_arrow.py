@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from ..runtime.piece_task import RESULT_SCHEMA, BatchLimits, PieceTask, run_pieces
+from ..runtime.stats import TaskStats, total
+from ..runtime.steps import BatchPlan
+from ..runtime.storage import InputPlan, Location, check_output_apart, finish, locate, plan_input
 from .cluster import on_cluster, parallelism
-from .piece_task import RESULT_SCHEMA, BatchLimits, PieceTask, run_pieces
-from .stats import TaskStats, total
-from .steps import BatchPlan
-from .storage import InputPlan, Location, check_output_apart, finish, locate, plan_input
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

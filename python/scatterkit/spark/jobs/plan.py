@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pyspark.sql import types as T
 
-from .element_types import numpy_dtype, tensor_struct
-from .errors import SpecError
-from .spec import JobSpec, Step, TensorInput
-from .steps import BatchPlan, dry_run
+from ..core.element_types import numpy_dtype, tensor_struct
+from ..core.errors import SpecError
+from ..runtime.steps import BatchPlan, dry_run
+from ..specs.job_spec import JobSpec, Step, TensorInput
 
 _INTEGER_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 

@@ -1,21 +1,11 @@
 """Executor side of `aggregate`: the map-side combiner and the reduce-side finisher.
 
-The combiner reads the events under fixed names (`AggPlan` gives them): the group key
-``__key0..``, the raw coordinates ``__coord{m}``, each value column (cast to its
-aggregate's type) ``__value{v}`` and each order_by column ``__order{o}``. It checks every
-event once and sends on rows of a key each: the key, then as lists of the key's events one
-flat offset ``__cell{g}`` per distinct set of coordinates (null where they are bad), the
-values and the orders; then a ``__kind`` and a ``__blob``:
-
-- EVENTS: events of the key, in the lists;
-- STATE: the combined states of a key (every aggregate) in the blob;
-- PROBLEM: a bad event of aggregate i (on_error keep or drop): i and its message.
-
-The finisher gets them sorted by key and folds group after group."""
+The combiner checks every event once and sends on rows of a key each (the layout:
+`wire`): events packed in lists, combined states, or a bad event's problem. The finisher
+gets them sorted by key and folds group after group."""
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,77 +14,27 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .agg_spec import AggSpec
-from .agg_states import AggState, EventRows, flatten, locate, slice_problems
-from .errors import RowError
-from .steps import configure_threads
+from ..core.errors import RowError
+from ..runtime.threads import configure_threads
+from .states import AggState, EventRows, flatten, locate, slice_problems
+from .wire import (
+    BLOB,
+    EVENTS,
+    KIND,
+    PROBLEM,
+    RESULT_FIELDS,
+    STATE,
+    AggPlan,
+    order_name,
+    pack_parts,
+    pack_problem,
+    result_name,
+    unpack_parts,
+    unpack_problem,
+    value_name,
+)
 
-KIND, BLOB = "__kind", "__blob"
-EVENTS, STATE, PROBLEM = 0, 1, 2
 STATE_BUDGET = 128 << 20  # bytes of states a task holds before it sends them on
-RESULT_FIELDS = ("values", "shape", "error", "events", "dropped")
-
-
-def key_name(j: int) -> str:
-    return f"__key{j}"
-
-
-@dataclass(frozen=True)
-class AggPlan:
-    """What the tasks of one `aggregate` need: the key's names (for messages), the
-    aggregates (dtypes settled) and which shared event columns each one reads."""
-
-    key_names: tuple[str, ...]
-    specs: tuple[AggSpec, ...]
-    flush_events: int | None = None  # FLUSH_EVENTS unless the session's conf says otherwise
-
-    @property
-    def keys(self) -> tuple[str, ...]:
-        return tuple(key_name(j) for j in range(len(self.key_names)))
-
-    @property
-    def coordinates(self) -> tuple[str, ...]:
-        """The distinct coordinate columns, read as ``__coord{m}``."""
-        return tuple(dict.fromkeys(c for s in self.specs for c in s.indices))
-
-    @property
-    def cell_groups(self) -> tuple[tuple[Any, ...], ...]:
-        """Aggregates with the same coordinates, leading extents and slice share an offset."""
-        return tuple(dict.fromkeys(_cell_group(s) for s in self.specs))
-
-    @property
-    def values(self) -> tuple[tuple[str, str, int], ...]:
-        """The distinct (updates column, element type, slice size), read as ``__value{v}``."""
-        return tuple(dict.fromkeys(_value_group(s) for s in self.specs))
-
-    @property
-    def orders(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(s.order_by for s in self.specs if s.order_by))
-
-    def cell_of(self, i: int) -> str:
-        return f"__cell{self.cell_groups.index(_cell_group(self.specs[i]))}"
-
-    def value_of(self, i: int) -> str:
-        return f"__value{self.values.index(_value_group(self.specs[i]))}"
-
-    def order_of(self, i: int) -> str | None:
-        order = self.specs[i].order_by
-        return None if order is None else f"__order{self.orders.index(order)}"
-
-    def coordinate_names(self, i: int) -> list[str]:
-        return [f"__coord{self.coordinates.index(c)}" for c in self.specs[i].indices]
-
-    def state_bytes(self) -> int:
-        """Bytes of one group's states, all aggregates (what combining a group costs)."""
-        return sum(len(AggState(spec, 1).state_bytes(0)) for spec in self.specs)
-
-
-def _cell_group(spec: AggSpec) -> tuple[Any, ...]:
-    return (spec.indices, spec.shape[: spec.k], spec.slice_size)
-
-
-def _value_group(spec: AggSpec) -> tuple[str, str, int]:
-    return (spec.updates, spec.dtype or "", spec.slice_size)
 
 
 def group_name(plan: AggPlan, key: Sequence[Any]) -> str:
@@ -279,17 +219,17 @@ def _compact(plan: AggPlan, batch: pa.RecordBatch, checked: _Checked) -> pa.Reco
     names = list(plan.keys) + list(checked.cells)
     columns = [batch.column(k) for k in plan.keys] + list(checked.cells.values())
     for v in range(len(plan.values)):
-        names.append(f"__value{v}")
-        values = batch.column(f"__value{v}")
-        wrong = checked.wrong_slices.get(f"__value{v}")
+        names.append(value_name(v))
+        values = batch.column(value_name(v))
+        wrong = checked.wrong_slices.get(value_name(v))
         if wrong:  # a slice of the wrong length travels as a null (its problem row follows)
             mask = np.zeros(n, bool)
             mask[list(wrong)] = True
             values = pa.compute.if_else(pa.array(mask), pa.nulls(n, values.type), values)
         columns.append(values)
     for o in range(len(plan.orders)):
-        names.append(f"__order{o}")
-        columns.append(batch.column(f"__order{o}"))
+        names.append(order_name(o))
+        columns.append(batch.column(order_name(o)))
     return pa.RecordBatch.from_arrays(columns, names=names)
 
 
@@ -316,7 +256,7 @@ def _state_rows(
     plan: AggPlan, schema: pa.Schema, hot: dict[tuple[Any, ...], list[AggState]]
 ) -> pa.RecordBatch:
     keys = list(hot)
-    blobs = [_pack([s.state_bytes(0) for s in hot[k]]) for k in keys]
+    blobs = [pack_parts([s.state_bytes(0) for s in hot[k]]) for k in keys]
     return _blob_rows(plan, schema, keys, STATE, blobs)
 
 
@@ -328,22 +268,9 @@ def _problem_rows(
     for i, found in enumerate(problems):
         for row, message in found.items():
             keys.append(key_of_row(row))
-            blobs.append(struct.pack("<I", i) + message.encode())
+            blobs.append(pack_problem(i, message))
     if keys:
         yield _blob_rows(plan, schema, keys, PROBLEM, blobs)
-
-
-def _pack(parts: list[bytes]) -> bytes:
-    return b"".join(struct.pack("<Q", len(p)) + p for p in parts)
-
-
-def _unpack(blob: bytes) -> list[bytes]:
-    parts, at = [], 0
-    while at < len(blob):
-        (n,) = struct.unpack_from("<Q", blob, at)
-        parts.append(blob[at + 8 : at + 8 + n])
-        at += 8 + n
-    return parts
 
 
 # -- reduce side ---------------------------------------------------------------------------
@@ -432,11 +359,11 @@ def _fold_groups(
     for r in np.flatnonzero(kind != EVENTS):
         slot, blob = int(slot_of_row[r]), blobs[int(r)].as_py()
         if kind[r] == STATE:
-            for state, part in zip(states, _unpack(blob)):
+            for state, part in zip(states, unpack_parts(blob)):
                 state.merge(slot, part)
         else:
-            (i,) = struct.unpack_from("<I", blob)
-            states[i].add_problem(slot, blob[4:].decode())
+            aggregate, message = unpack_problem(blob)
+            states[aggregate].add_problem(slot, message)
     return states
 
 
@@ -488,5 +415,5 @@ def _result_batch(
     plan: AggPlan, keys: pa.RecordBatch, states: list[AggState], groups: int
 ) -> pa.RecordBatch:
     columns = list(keys.columns) + [tensor_results(s, groups) for s in states]
-    names = list(keys.schema.names) + [f"__agg{i}" for i in range(len(states))]
+    names = list(keys.schema.names) + [result_name(i) for i in range(len(states))]
     return pa.RecordBatch.from_arrays(columns, names=names)

@@ -18,13 +18,14 @@ import pyarrow as pa
 
 import scatterkit as sk
 
-from .._batch import Ragged, run_batch
-from .element_types import numpy_dtype
-from .errors import RowError
-from .spec import Step, TensorInput
+from ..._batch import Ragged, run_batch
+from ..core.element_types import numpy_dtype
+from ..core.errors import RowError
+from ..specs.job_spec import Step, TensorInput
 from .stats import NAMES as STATS_NAMES
 from .stats import TaskStats
 from .tensors import TensorRows, constant_rows, read_split, read_tensor, tensor_array
+from .threads import configure_threads, task_context
 
 ON_ERROR = ("fail", "keep")  # what a bad row does: stop everything, or keep its message
 FILE_COLUMN = "__scatterkit_file"  # hidden: where a row comes from, for error messages
@@ -76,26 +77,6 @@ class OpResult:
     @property
     def error_count(self) -> int:
         return len(self.failed)
-
-
-def configure_threads() -> int:
-    """One OpenMP thread per task core: ``sk.set_num_threads(spark.task.cpus)``.
-
-    Outside a Spark task nothing changes. Returns the thread count the kernels will use
-    (1 in a worker forked after the OpenMP pool started, whatever was asked).
-    """
-    context = _task_context()
-    if context is not None:
-        sk.set_num_threads(max(1, int(context.cpus() or 1)))
-    return sk.get_num_threads()
-
-
-def _task_context() -> Any:
-    try:
-        from pyspark import TaskContext
-    except ImportError:  # pragma: no cover - executors always have pyspark
-        return None
-    return TaskContext.get()
 
 
 def read_input(
@@ -162,7 +143,7 @@ def _row_name(plan: BatchPlan, columns: dict[str, pa.Array], row: int, first: in
     if plan.locate_rows:
         where = columns[FILE_COLUMN][row].as_py()
         return f"row {columns[ROW_COLUMN][row].as_py()} of file {where!r}"
-    context = _task_context()
+    context = task_context()
     partition = context.partitionId() if context is not None else 0
     if first is None:  # a column function sees one batch at a time
         return f"row {row} of a batch of partition {partition} (pass row_id= to name rows)"
@@ -257,7 +238,7 @@ def report_failures(
 ) -> Iterator[pa.RecordBatch]:
     """`run_batches` for the job on the Spark engine: each output batch carries the counts
     since the previous one in the hidden stats columns, and a failure comes as one more row
-    (nulls in `schema`'s columns) holding it (see `scatterkit.spark.stats`), so that the
+    (nulls in `schema`'s columns) holding it (see `scatterkit.spark.runtime.stats`), so that the
     driver learns of it without parsing Spark's messages. With `raising` a failure raises
     `RowError` instead (where Spark's writer commits, only a failed task stops it)."""
     stats, sent = TaskStats(), TaskStats()

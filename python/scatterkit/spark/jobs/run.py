@@ -17,19 +17,20 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from .agg_job import run_aggregate_job
-from .aggregate import aggregate_step
+from ..aggregation.api import aggregate_step
+from ..core.connect import is_connect
+from ..core.element_types import numpy_dtype
+from ..core.errors import EngineUnavailable, JobFailed, row_error_message
+from ..runtime.stats import TaskStats, observed_fold_us
+from ..runtime.steps import ON_ERROR, BatchPlan
+from ..runtime.storage import locate, tree_bytes
+from ..specs.job_spec import JobSpec
+from .aggregate_job import run_aggregate_job
 from .cluster import on_cluster
-from .element_types import numpy_dtype
 from .engine_arrow import ArrowPaths, resolve_paths, run_arrow_job
 from .engine_spark import run_spark_job, steps_frame
-from .errors import EngineUnavailable, JobFailed, row_error_message
 from .plan import plan_job
-from .progress import Progress, is_connect
-from .spec import JobSpec
-from .stats import TaskStats, observed_fold_us
-from .steps import ON_ERROR, BatchPlan
-from .storage import locate, tree_bytes
+from .progress import Progress
 from .summary import JobSummary
 
 ENGINES = ("auto", "arrow", "spark")

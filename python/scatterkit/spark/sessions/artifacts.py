@@ -69,7 +69,7 @@ def ship_library(spark: Any, *, wheel: str | os.PathLike[str] | None = None) -> 
     """Adds scatterkit to the Spark Connect session `spark`; returns the directory name.
 
     The package comes from `wheel`, else from this interpreter's installed scatterkit
-    (re-packed, see `scatterkit.spark.pack.wheel_from_installed`). It is unpacked as
+    (re-packed, see `scatterkit.spark.sessions.pack.wheel_from_installed`). It is unpacked as
     ``<session dir>/scatterkit`` next to each Python worker, which imports it from there
     (ahead of any scatterkit installed on the workers). Calling it again with the same
     package is harmless (the same bytes); a different build needs a new session.

@@ -6,11 +6,11 @@ together that takes longer than the aggregation (bench/spark/RESULTS.md). Here o
 packed events pass through Spark, for its shuffle:
 
 - map side: one task per input piece reads the events it needs with pyarrow, as Spark
-  would read them, and packs them (`agg_tasks.combine_events`); where Spark's reader must
+  would read them, and packs them (`aggregation.tasks.combine_events`); where Spark's reader must
   do it (a cast pyarrow would do otherwise, a key type it would read otherwise), the
   events come from Spark's reader instead;
 - the shuffle by key (`aggregate.group_packed`);
-- reduce side: each task folds its groups (`agg_tasks.finish_groups`), runs the job's
+- reduce side: each task folds its groups (`aggregation.tasks.finish_groups`), runs the job's
   per-row steps on them and writes its own Parquet file with pyarrow under the output's
   temporary directory; the driver commits the files of the successful attempts
   (`storage.finish`), as for a job without aggregation (`engine_arrow`).
@@ -32,18 +32,16 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import types as T
 
-from .agg_spec import AggregateStep
-from .agg_tasks import AggPlan, combine_events, finish_groups
-from .aggregate import (
+from ..aggregation.api import (
     agg_plan,
     event_columns,
     group_packed,
     map_batches,
-    packed_schema,
     step_specs,
 )
-from .engine_arrow import ArrowPaths, run_and_commit, spark_schema
-from .piece_task import (
+from ..aggregation.tasks import combine_events, finish_groups
+from ..aggregation.wire import AggPlan, packed_schema
+from ..runtime.piece_task import (
     RESULT_SCHEMA,
     BatchLimits,
     check_file_types,
@@ -52,9 +50,11 @@ from .piece_task import (
     task_file,
     write_task_file,
 )
-from .stats import TaskStats, observed_fold_us, timed_work
-from .steps import BatchPlan, run_batches
-from .storage import InputPlan, Location, Piece
+from ..runtime.stats import TaskStats, observed_fold_us, timed_work
+from ..runtime.steps import BatchPlan, run_batches
+from ..runtime.storage import InputPlan, Location, Piece
+from ..specs.agg_spec import AggregateStep
+from .engine_arrow import ArrowPaths, run_and_commit, spark_schema
 
 # The Spark types whose Arrow form pyarrow reads from Parquet as Spark's Arrow conversion
 # gives it (after `check_file_types`' widening): timestamps and decimals, for one, differ.

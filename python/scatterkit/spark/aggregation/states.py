@@ -12,16 +12,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-import scatterkit as sk
-
-from .agg_spec import AggSpec
-
-_FLOAT_KINDS = "f"
+from ... import _fold
+from ..specs.agg_spec import AggSpec
 
 
 @dataclass
@@ -189,36 +187,219 @@ def _identity(reduction: str, dtype: np.dtype) -> object:
     return info.min if reduction == "max" else info.max
 
 
+Part = tuple[np.dtype, tuple[int, ...]]  # one array of a slot's state: its dtype and shape
+
+
+class Accumulator(Protocol):
+    """The values of one aggregate for `slots` groups, in one representation. Folding and
+    merging in any order and grouping give the same bits (see the module docstring)."""
+
+    def parts(self) -> list[Part]:
+        """The arrays of one slot's state, in `slot_bytes` order."""
+        ...
+
+    def fold(self, targets: np.ndarray, values: np.ndarray, order: np.ndarray | None) -> None:
+        """Folds values at flat targets (slot * size + offset)."""
+        ...
+
+    def slot_bytes(self, slot: int) -> bytes:
+        """One slot's state as bytes (the arrays of `parts`)."""
+        ...
+
+    def merge(self, slot: int, parts: list[np.ndarray]) -> None:
+        """Merges another state of the same group (its arrays of `parts`) into `slot`."""
+        ...
+
+    def finish(self, fill: np.ndarray) -> np.ndarray:
+        """The tensors (slots, size); untargeted elements keep `fill`'s value."""
+        ...
+
+
+class ExactSums:
+    """Float sums and means, exact. The terms are kept until a state must exist (a merge, a
+    state sent on): finishing terms straight with the exact kernel beats a state per element."""
+
+    def __init__(self, spec: AggSpec, slots: int):
+        self.spec, self.dtype = spec, spec.element_dtype
+        self.terms: list[tuple[np.ndarray, np.ndarray]] = []
+        self.merged: dict[int, np.ndarray] = {}  # slot -> states merged into it
+
+    def parts(self) -> list[Part]:
+        return [(np.dtype(np.uint64), (self.spec.size, _fold.state_words(self.dtype)))]
+
+    def fold(self, targets: np.ndarray, values: np.ndarray, order: np.ndarray | None) -> None:
+        self.terms.append((targets, values))
+
+    def _slot_state(self, slot: int) -> np.ndarray:
+        """The exact state (size, words) of one slot: its merged states and its terms."""
+        size = self.spec.size
+        merged = self.merged.get(slot)
+        state = merged.copy() if merged is not None else _fold.new_state(size, self.dtype)
+        for targets, values in self.terms:
+            mine = targets // size == slot
+            _fold.state_fold(state, targets[mine] % size, values[mine])
+        return state
+
+    def slot_bytes(self, slot: int) -> bytes:
+        return self._slot_state(slot).tobytes()
+
+    def merge(self, slot: int, parts: list[np.ndarray]) -> None:
+        mine = self.merged.get(slot)
+        if mine is None:
+            mine = self.merged[slot] = _fold.new_state(self.spec.size, self.dtype)
+        _fold.state_merge(mine, np.ascontiguousarray(parts[0]), self.dtype)
+
+    def finish(self, fill: np.ndarray) -> np.ndarray:
+        reduction = self.spec.reduction
+        if self.terms:
+            targets = np.concatenate([t for t, _ in self.terms])
+            values = np.concatenate([v for _, v in self.terms])
+            # each targeted element's exact sum (or mean), rounded once; the rest keep fill
+            _fold.finish_flat(fill.reshape(-1), targets, values, reduction)
+        for slot in self.merged:
+            out = np.full(self.spec.size, self.spec.fill, self.dtype)
+            _fold.state_finish(self._slot_state(slot), out, mean=reduction == "mean")
+            fill[slot] = out
+        return fill
+
+
+class IntegerMeans:
+    """Integer means: exact sums as two int64 halves, and counts; rounded toward -inf."""
+
+    def __init__(self, spec: AggSpec, slots: int):
+        self.spec, self.dtype = spec, spec.element_dtype
+        self.hi, self.lo, self.count = (np.zeros((slots, spec.size), np.int64) for _ in range(3))
+
+    def parts(self) -> list[Part]:
+        return [(np.dtype(np.int64), (self.spec.size,))] * 3
+
+    def fold(self, targets: np.ndarray, values: np.ndarray, order: np.ndarray | None) -> None:
+        wide = values.astype(np.int64)
+        np.add.at(self.hi.reshape(-1), targets, wide >> 32)
+        np.add.at(self.lo.reshape(-1), targets, wide & 0xFFFFFFFF)
+        np.add.at(self.count.reshape(-1), targets, 1)
+
+    def slot_bytes(self, slot: int) -> bytes:
+        return self.hi[slot].tobytes() + self.lo[slot].tobytes() + self.count[slot].tobytes()
+
+    def merge(self, slot: int, parts: list[np.ndarray]) -> None:
+        for mine, theirs in zip((self.hi, self.lo, self.count), parts):
+            mine[slot] += theirs
+
+    def finish(self, fill: np.ndarray) -> np.ndarray:
+        hi = self.hi + (self.lo >> 32)  # carry: lo now in [0, 2**32)
+        lo = self.lo & 0xFFFFFFFF
+        count = self.count
+        out = fill.copy()
+        hit = count > 0
+        small = hit & (np.abs(hi) < (1 << 30))  # the whole sum fits in int64
+        total = (hi[small] << 32) + lo[small]
+        out[small] = np.floor_divide(total, count[small]).astype(self.dtype)
+        for i, j in zip(*np.nonzero(hit & ~small)):  # rare: Python's integers are exact
+            out[i, j] = ((int(hi[i, j]) << 32) + int(lo[i, j])) // int(count[i, j])
+        return out
+
+
+class Folded:
+    """Integer sums and products (wrapping), min and max: each element folded in place
+    (float min and max by the exact kernels' order-free rules), and whether it was hit."""
+
+    def __init__(self, spec: AggSpec, slots: int):
+        self.spec, self.dtype = spec, spec.element_dtype
+        shape = (slots, spec.size)
+        self.acc = np.full(shape, _identity(spec.reduction, self.dtype), self.dtype)
+        self.hit = np.zeros(shape, bool)
+
+    def parts(self) -> list[Part]:
+        return [(self.dtype, (self.spec.size,)), (np.dtype(bool), (self.spec.size,))]
+
+    def fold(self, targets: np.ndarray, values: np.ndarray, order: np.ndarray | None) -> None:
+        exact = self.dtype.kind == "f"
+        _fold.fold_flat(self.acc.reshape(-1), targets, values, self.spec.reduction, exact=exact)
+        self.hit.reshape(-1)[targets] = True
+
+    def slot_bytes(self, slot: int) -> bytes:
+        return self.acc[slot].tobytes() + self.hit[slot].tobytes()
+
+    def merge(self, slot: int, parts: list[np.ndarray]) -> None:
+        hit = np.flatnonzero(parts[1])
+        if len(hit):
+            values = np.ascontiguousarray(parts[0][hit])
+            self.fold(slot * self.spec.size + hit, values, None)
+
+    def finish(self, fill: np.ndarray) -> np.ndarray:
+        return np.where(self.hit, self.acc, fill)
+
+
+class Latest:
+    """Reduction none: per element, the value of the greatest (order_by, value's total
+    order) pair, with that pair's keys."""
+
+    def __init__(self, spec: AggSpec, slots: int):
+        self.spec, self.dtype = spec, spec.element_dtype
+        shape = (slots, spec.size)
+        self.acc = np.zeros(shape, self.dtype)
+        self.hit = np.zeros(shape, bool)
+        lowest = np.iinfo(np.int64).min
+        self.best_order, self.best_value = (np.full(shape, lowest, np.int64) for _ in range(2))
+
+    def parts(self) -> list[Part]:
+        size: tuple[int, ...] = (self.spec.size,)
+        return [(self.dtype, size), (np.dtype(bool), size)] + [(np.dtype(np.int64), size)] * 2
+
+    def fold(self, targets: np.ndarray, values: np.ndarray, order: np.ndarray | None) -> None:
+        assert order is not None  # an order_by column is required for none
+        acc, hit = self.acc.reshape(-1), self.hit.reshape(-1)
+        best_order, best_value = self.best_order.reshape(-1), self.best_value.reshape(-1)
+        value_key = total_order_key(values)
+        sort = np.lexsort((value_key, order, targets))
+        targets, order, value_key = targets[sort], order[sort], value_key[sort]
+        last = np.ones(len(targets), bool)
+        last[:-1] = targets[1:] != targets[:-1]
+        t, o, v = targets[last], order[last], value_key[last]
+        wins = ~hit[t] | (o > best_order[t]) | ((o == best_order[t]) & (v > best_value[t]))
+        t = t[wins]
+        acc[t] = values[sort][last][wins]
+        best_order[t], best_value[t] = o[wins], v[wins]
+        hit[t] = True
+
+    def slot_bytes(self, slot: int) -> bytes:
+        arrays = (self.acc, self.hit, self.best_order, self.best_value)
+        return b"".join(a[slot].tobytes() for a in arrays)
+
+    def merge(self, slot: int, parts: list[np.ndarray]) -> None:
+        hit = np.flatnonzero(parts[1])
+        if len(hit):
+            self.fold(slot * self.spec.size + hit, parts[0][hit], parts[2][hit])
+
+    def finish(self, fill: np.ndarray) -> np.ndarray:
+        return np.where(self.hit, self.acc, fill)
+
+
+def accumulator(spec: AggSpec, slots: int) -> Accumulator:
+    """The representation of `spec`'s values."""
+    dtype, reduction = spec.element_dtype, spec.reduction
+    if dtype.kind == "f" and reduction in ("sum", "mean"):
+        return ExactSums(spec, slots)
+    if reduction == "mean":
+        return IntegerMeans(spec, slots)
+    if reduction == "none":
+        return Latest(spec, slots)
+    return Folded(spec, slots)
+
+
 class AggState:
-    """States of one aggregate for `slots` groups, plus each group's counts and error."""
+    """One aggregate for `slots` groups: its values (an `Accumulator`), and each group's
+    counts and error."""
 
     def __init__(self, spec: AggSpec, slots: int):
         self.spec = spec
         self.slots = slots
-        self.dtype = spec.element_dtype
         self.events = np.zeros(slots, np.int64)
         self.dropped = np.zeros(slots, np.int64)
         self.errors: list[str | None] = [None] * slots
-        size, reduction = spec.size, spec.reduction
-        self.exact = self.dtype.kind in _FLOAT_KINDS and reduction in ("sum", "mean")
-        self.int_mean = self.dtype.kind != "f" and reduction == "mean"
-        # Exact sums keep their terms until they must become states (a merge, a state sent
-        # on): finishing terms straight with the exact kernel beats a state per element.
-        self.terms: list[tuple[np.ndarray, np.ndarray]] | None = None
-        self.merged: dict[int, np.ndarray] = {}  # slot -> state merged into it (terms kept)
-        if self.exact:
-            self.arrays = []
-            self.terms = []
-        elif self.int_mean:  # exact integer sums as two int64 halves, and counts
-            self.arrays = [np.zeros((slots, size), np.int64) for _ in range(3)]
-        else:
-            acc = np.full((slots, size), _identity(reduction, self.dtype), self.dtype)
-            self.arrays = [acc, np.zeros((slots, size), bool)]
-            if reduction == "none":
-                lowest = np.iinfo(np.int64).min
-                self.arrays += [np.full((slots, size), lowest, np.int64) for _ in range(2)]
+        self.values = accumulator(spec, slots)
 
-    # -- folding -------------------------------------------------------------------------
     def fold(self, events: EventRows, slot_of_row: np.ndarray) -> None:
         """Folds a batch's events; `slot_of_row` gives each row's group slot. Bad rows count
         as dropped (on_error drop) or set their group's error (keep); `fail` is the
@@ -232,76 +413,14 @@ class AggState:
                     self.set_error(int(slot_of_row[row]), message)
         self.events += np.bincount(slot_of_row[events.counted], minlength=self.slots)
         targets = slot_of_row[events.element_row] * self.spec.size + events.element_offset
-        self._fold_elements(targets, events.element_value, events.element_order)
-
-    def _fold_elements(
-        self, targets: np.ndarray, values: np.ndarray, order: np.ndarray | None
-    ) -> None:
-        if len(targets) == 0:
-            return
-        reduction = self.spec.reduction
-        if self.terms is not None:
-            self.terms.append((targets, values))
-        elif self.int_mean:
-            hi, lo, count = (a.reshape(-1) for a in self.arrays)
-            wide = values.astype(np.int64)
-            np.add.at(hi, targets, wide >> 32)
-            np.add.at(lo, targets, wide & 0xFFFFFFFF)
-            np.add.at(count, targets, 1)
-        elif reduction == "none":
-            assert order is not None  # an order_by column is required for none
-            self._fold_latest(targets, values, order)
-        else:
-            acc, hit = (a.reshape(-1) for a in self.arrays)
-            exact = self.dtype.kind == "f"
-            sk.scatter_elements_update(
-                acc, targets, values, 0, reduction=reduction, exact=exact, out=acc
-            )
-            hit[targets] = True
-
-    def _fold_latest(self, targets: np.ndarray, values: np.ndarray, order: np.ndarray) -> None:
-        """Per element, the value of the greatest (order, value's total order) pair."""
-        acc, hit, best_order, best_value = (a.reshape(-1) for a in self.arrays)
-        value_key = total_order_key(values)
-        sort = np.lexsort((value_key, order, targets))
-        targets, order, value_key = targets[sort], order[sort], value_key[sort]
-        last = np.ones(len(targets), bool)
-        last[:-1] = targets[1:] != targets[:-1]
-        t, o, v = targets[last], order[last], value_key[last]
-        wins = ~hit[t] | (o > best_order[t]) | ((o == best_order[t]) & (v > best_value[t]))
-        t = t[wins]
-        acc[t] = values[sort][last][wins]
-        best_order[t], best_value[t] = o[wins], v[wins]
-        hit[t] = True
-
-    # -- merging and shipping --------------------------------------------------------------
-    def _parts(self) -> list[tuple[np.dtype, tuple[int, ...]]]:
-        """The dtype and shape of each array of one slot's state, in `state_bytes` order."""
-        if self.terms is not None:
-            return [(np.dtype(np.uint64), (self.spec.size, sk.exact_state_words(self.dtype)))]
-        return [(a.dtype, a.shape[1:]) for a in self.arrays]
-
-    def _slot_state(self, slot: int) -> np.ndarray:
-        """The exact state (1, size, words) of one slot kept as terms: its merged states and
-        its terms."""
-        size = self.spec.size
-        merged = self.merged.get(slot)
-        state = merged.copy() if merged is not None else sk.exact_state((1, size), self.dtype)
-        flat = state.reshape(-1, state.shape[-1])
-        for targets, values in self.terms or ():
-            mine = targets // size == slot
-            sk.exact_fold(flat, (targets[mine] % size)[:, None], values[mine], dtype=self.dtype)
-        return state
+        if len(targets):
+            self.values.fold(targets, events.element_value, events.element_order)
 
     def state_bytes(self, slot: int) -> bytes:
         """One group's state, counts and error as bytes (fixed layout for this spec)."""
         error = (self.errors[slot] or "").encode()
         head = np.array([self.events[slot], self.dropped[slot], len(error)], np.int64)
-        if self.terms is not None:
-            arrays = self._slot_state(slot).tobytes()
-        else:
-            arrays = b"".join(np.ascontiguousarray(a[slot]).tobytes() for a in self.arrays)
-        return head.tobytes() + arrays + error
+        return head.tobytes() + self.values.slot_bytes(slot) + error
 
     def merge(self, slot: int, blob: bytes) -> None:
         """Merges another state of the same group (from `state_bytes`) into `slot`."""
@@ -310,28 +429,13 @@ class AggState:
         self.dropped[slot] += head[1]
         at = head.nbytes
         parts = []
-        for dtype, shape in self._parts():
+        for dtype, shape in self.values.parts():
             part = np.frombuffer(blob, dtype, math.prod(shape), at).reshape(shape)
             parts.append(part)
             at += part.nbytes
         if head[2]:
             self.set_error(slot, blob[at : at + int(head[2])].decode())
-        if self.terms is not None:  # kept beside the terms, for this slot only
-            mine = self.merged.get(slot)
-            if mine is None:
-                mine = self.merged[slot] = sk.exact_state((1, self.spec.size), self.dtype)
-            sk.exact_merge(mine, parts[0][None], dtype=self.dtype, out=mine)
-            return
-        base = slot * self.spec.size
-        if self.int_mean:
-            for mine, theirs in zip(self.arrays, parts):
-                mine[slot] += theirs
-            return
-        hit = np.flatnonzero(parts[1])
-        if self.spec.reduction == "none":
-            self._fold_latest(base + hit, parts[0][hit], parts[2][hit])
-        else:
-            self._fold_elements(base + hit, parts[0][hit], None)
+        self.values.merge(slot, parts)
 
     def add_problem(self, slot: int, message: str) -> None:
         """A bad event of group `slot`: counted (on_error drop) or its message kept."""
@@ -346,42 +450,8 @@ class AggState:
         if current is None or message < current:
             self.errors[slot] = message
 
-    # -- finishing ---------------------------------------------------------------------------
     def finish(self) -> np.ndarray:
         """The tensors, (slots, size) of the aggregate's dtype: untargeted elements hold
         `fill`."""
-        spec, dtype = self.spec, self.dtype
-        fill = np.full((self.slots, spec.size), spec.fill, dtype)
-        if self.terms is not None:
-            flat = fill.reshape(-1)
-            if self.terms:
-                targets = np.concatenate([t for t, _ in self.terms])
-                values = np.concatenate([v for _, v in self.terms])
-                # each targeted element's exact sum (or mean), rounded once; the rest keep fill
-                sk.scatter_elements_update(
-                    flat, targets, values, 0, reduction=spec.reduction, use_init_val=False,
-                    exact=True, out=flat,
-                )  # fmt: skip
-            for slot in self.merged:
-                fill[slot] = sk.exact_finish(
-                    self._slot_state(slot), dtype=dtype, reduction=spec.reduction,
-                    data=np.full((1, spec.size), spec.fill, dtype),
-                )[0]  # fmt: skip
-            return fill
-        if self.int_mean:
-            return self._finish_int_mean(fill)
-        acc, hit = self.arrays[0], self.arrays[1]
-        return np.where(hit, acc, fill)
-
-    def _finish_int_mean(self, fill: np.ndarray) -> np.ndarray:
-        hi, lo, count = self.arrays
-        hi = hi + (lo >> 32)  # carry: lo now in [0, 2**32)
-        lo = lo & 0xFFFFFFFF
-        out = fill.copy()
-        hit = count > 0
-        small = hit & (np.abs(hi) < (1 << 30))  # the whole sum fits in int64
-        total = (hi[small] << 32) + lo[small]
-        out[small] = np.floor_divide(total, count[small]).astype(self.dtype)
-        for i, j in zip(*np.nonzero(hit & ~small)):  # rare: Python's integers are exact
-            out[i, j] = ((int(hi[i, j]) << 32) + int(lo[i, j])) // int(count[i, j])
-        return out
+        spec = self.spec
+        return self.values.finish(np.full((self.slots, spec.size), spec.fill, spec.element_dtype))

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from .errors import EngineUnavailable
+from ..core.errors import EngineUnavailable
 
 SCHEMES = ("", "file", "s3", "gs", "gcs")  # where pyarrow's own file systems reach
 GLOB_CHARACTERS = "*?[{"  # Hadoop's glob syntax, which only Spark's reader expands

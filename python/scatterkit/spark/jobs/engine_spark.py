@@ -25,12 +25,11 @@ from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from . import stats
-from .cluster import on_cluster
-from .errors import EngineUnavailable
-from .stats import TaskStats
-from .steps import FILE_COLUMN, ROW_COLUMN, BatchPlan, raise_failures, report_failures
-from .storage import (
+from ..core.errors import EngineUnavailable
+from ..runtime import stats
+from ..runtime.stats import TaskStats
+from ..runtime.steps import FILE_COLUMN, ROW_COLUMN, BatchPlan, raise_failures, report_failures
+from ..runtime.storage import (
     Location,
     check_output_apart,
     locate,
@@ -38,6 +37,7 @@ from .storage import (
     remove_directory,
     replace_directory,
 )
+from .cluster import on_cluster
 
 
 def _renamed(names: Sequence[str], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

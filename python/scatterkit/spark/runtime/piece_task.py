@@ -18,8 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .errors import InputTypeError
-from .session import DEFAULT_CONF
+from ..core.errors import InputTypeError
 from .stats import ARROW_FIELDS as STATS_FIELDS
 from .stats import TaskStats
 from .steps import FILE_COLUMN, ROW_COLUMN, BatchPlan, run_batches
@@ -27,6 +26,10 @@ from .storage import Location, Piece
 
 _ROWS_KEY = "spark.sql.execution.arrow.maxRecordsPerBatch"
 _BYTES_KEY = "spark.sql.execution.arrow.maxBytesPerBatch"
+# Arrow batches sent to the Python workers (and read by the Arrow engine's tasks): bounded
+# in rows and in bytes, so that large tensors (millions of elements per row) still make
+# batches of a few tens of megabytes and the int32 list offsets Spark uses cannot overflow.
+ARROW_BATCH_CONF: dict[str, str] = {_ROWS_KEY: "4096", _BYTES_KEY: str(64 * 1024 * 1024)}
 # One row per piece: where its file went and how many rows it holds, and the stats.
 RESULT_SCHEMA = pa.schema(
     [
@@ -43,8 +46,8 @@ class BatchLimits:
     """Arrow batches: at most `rows` rows and about `bytes` bytes, as Spark's own batches
     (the same two settings, so that ``--conf`` changes both engines alike)."""
 
-    rows: int = int(DEFAULT_CONF[_ROWS_KEY])
-    bytes: int = int(DEFAULT_CONF[_BYTES_KEY])
+    rows: int = int(ARROW_BATCH_CONF[_ROWS_KEY])
+    bytes: int = int(ARROW_BATCH_CONF[_BYTES_KEY])
 
     @classmethod
     def from_conf(cls, conf: Any) -> BatchLimits:

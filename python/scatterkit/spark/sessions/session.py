@@ -10,17 +10,13 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from ..core.connect import is_connect
+from ..runtime.piece_task import ARROW_BATCH_CONF
+
 DEFAULT_MASTER = "local[*]"
 ENV_ALIAS = "environment"  # the archive unpacks as ./environment in each executor's directory
 
-# Arrow batches sent to the Python workers: bounded in rows and in bytes, so that large
-# tensors (millions of elements per row) still make batches of a few tens of megabytes
-# and the int32 list offsets Spark uses cannot overflow.
-DEFAULT_CONF: dict[str, str] = {
-    "spark.sql.execution.arrow.maxRecordsPerBatch": "4096",
-    "spark.sql.execution.arrow.maxBytesPerBatch": str(64 * 1024 * 1024),
-    "spark.ui.showConsoleProgress": "false",
-}
+DEFAULT_CONF: dict[str, str] = {**ARROW_BATCH_CONF, "spark.ui.showConsoleProgress": "false"}
 
 
 def launched_by_spark_submit() -> bool:
@@ -88,7 +84,7 @@ def build_session(
     connects to a Spark Connect server instead; `conf` then holds settings of the SQL
     session only. Its executors import scatterkit from their own Python, or with
     `ship_library` from a copy of this one sent with the session (``addArtifacts``; the
-    workers' Python must be this one's version, see `scatterkit.spark.artifacts`). With
+    workers' Python must be this one's version, see `scatterkit.spark.sessions.artifacts`). With
     `archive` (from ``scatterkit-spark pack``) the executors of a classic session run
     ``./environment/bin/python`` from that archive, unpacked through ``spark.archives``.
     `conf` entries win over the defaults. Spark logs at `log_level`, from the driver's
@@ -164,7 +160,6 @@ def _connect(url: str, conf: Mapping[str, str], app_name: str) -> SparkSession:
 
 def where_it_runs(spark: SparkSession) -> str:
     """The master, and whether the session reaches it through Spark Connect."""
-    from .progress import is_connect
 
     if is_connect(spark):
         return f"{spark.conf.get('spark.master', '?')} (through Spark Connect)"
@@ -174,7 +169,6 @@ def where_it_runs(spark: SparkSession) -> str:
 def end_session(spark: SparkSession | None) -> None:
     """Releases a Spark Connect session on its server (a classic session is left running:
     getOrCreate shares it with the rest of the process, and it ends with the process)."""
-    from .progress import is_connect
 
     if spark is not None and is_connect(spark):
         spark.stop()

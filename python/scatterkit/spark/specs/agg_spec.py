@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from .element_types import element_type, numpy_dtype
-from .errors import SpecError
+from ..core.element_types import element_type, numpy_dtype
+from ..core.errors import SpecError
+from .constant import check_constant
 
 REDUCTIONS = ("sum", "prod", "min", "max", "mean", "none")
 AGG_ON_ERROR = ("fail", "keep", "drop")  # a bad event: stop, null the group's tensor, skip it
@@ -95,7 +96,6 @@ def check_agg(
     on_error: str = "fail",
 ) -> AggSpec:
     """The aggregate, checked; a SpecError (a ValueError) names the argument at fault."""
-    from .spec import check_constant  # spec reads aggregation steps from here
 
     if isinstance(indices, str):
         indices = [indices]

@@ -1,0 +1,161 @@
+"""The aggregation's shuffle rows: the one layout the map side writes and the reduce side reads.
+
+The combiner reads the events under fixed names (`AggPlan` gives them): the group key
+``__key{j}``, the raw coordinates ``__coord{m}``, each value column (cast to its
+aggregate's type) ``__value{v}`` and each order_by column ``__order{o}``. It sends on rows
+of a key each: the key, then as lists of the key's events one flat offset ``__cell{g}`` per
+distinct set of coordinates (null where they are bad), the values and the orders; then a
+``__kind`` and a ``__blob``:
+
+- EVENTS: events of the key, in the lists;
+- STATE: the combined states of a key (every aggregate) in the blob (`pack_parts`);
+- PROBLEM: a bad event of aggregate i (on_error keep or drop): i and its message
+  (`pack_problem`).
+
+The finisher writes ``__agg{i}`` per aggregate, a struct of RESULT_FIELDS.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import types as T
+
+from ..specs.agg_spec import AggSpec
+from .states import AggState
+
+KIND, BLOB = "__kind", "__blob"
+EVENTS, STATE, PROBLEM = 0, 1, 2
+RESULT_FIELDS = ("values", "shape", "error", "events", "dropped")
+
+
+def key_name(j: int) -> str:
+    """The j-th group-by column."""
+    return f"__key{j}"
+
+
+def coord_name(m: int) -> str:
+    """The m-th distinct coordinate column, as the events arrive."""
+    return f"__coord{m}"
+
+
+def cell_name(g: int) -> str:
+    """The flat offsets of cell group g (aggregates sharing coordinates and extents)."""
+    return f"__cell{g}"
+
+
+def value_name(v: int) -> str:
+    """The v-th distinct value column, cast to its aggregates' type."""
+    return f"__value{v}"
+
+
+def order_name(o: int) -> str:
+    """The o-th distinct order_by column."""
+    return f"__order{o}"
+
+
+def result_name(i: int) -> str:
+    """Aggregate i's result column, before it takes the user's name."""
+    return f"__agg{i}"
+
+
+@dataclass(frozen=True)
+class AggPlan:
+    """What the tasks of one `aggregate` need: the key's names (for messages), the
+    aggregates (dtypes settled) and which shared event columns each one reads."""
+
+    key_names: tuple[str, ...]
+    specs: tuple[AggSpec, ...]
+    flush_events: int | None = None  # FLUSH_EVENTS unless the session's conf says otherwise
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(key_name(j) for j in range(len(self.key_names)))
+
+    @property
+    def coordinates(self) -> tuple[str, ...]:
+        """The distinct coordinate columns, read as ``__coord{m}``."""
+        return tuple(dict.fromkeys(c for s in self.specs for c in s.indices))
+
+    @property
+    def cell_groups(self) -> tuple[tuple[Any, ...], ...]:
+        """Aggregates with the same coordinates, leading extents and slice share an offset."""
+        return tuple(dict.fromkeys(_cell_group(s) for s in self.specs))
+
+    @property
+    def values(self) -> tuple[tuple[str, str, int], ...]:
+        """The distinct (updates column, element type, slice size), read as ``__value{v}``."""
+        return tuple(dict.fromkeys(_value_group(s) for s in self.specs))
+
+    @property
+    def orders(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(s.order_by for s in self.specs if s.order_by))
+
+    def cell_of(self, i: int) -> str:
+        return cell_name(self.cell_groups.index(_cell_group(self.specs[i])))
+
+    def value_of(self, i: int) -> str:
+        return value_name(self.values.index(_value_group(self.specs[i])))
+
+    def order_of(self, i: int) -> str | None:
+        order = self.specs[i].order_by
+        return None if order is None else order_name(self.orders.index(order))
+
+    def coordinate_names(self, i: int) -> list[str]:
+        return [coord_name(self.coordinates.index(c)) for c in self.specs[i].indices]
+
+    def state_bytes(self) -> int:
+        """Bytes of one group's states, all aggregates (what combining a group costs)."""
+        return sum(len(AggState(spec, 1).state_bytes(0)) for spec in self.specs)
+
+
+def _cell_group(spec: AggSpec) -> tuple[Any, ...]:
+    return (spec.indices, spec.shape[: spec.k], spec.slice_size)
+
+
+def _value_group(spec: AggSpec) -> tuple[str, str, int]:
+    return (spec.updates, spec.dtype or "", spec.slice_size)
+
+
+def packed_schema(events: T.StructType, plan: AggPlan) -> T.StructType:
+    """The combiner's rows for events of `event_columns`' schema (the map side's output)."""
+    fields = {f.name: f for f in events.fields}
+    cells = [cell_name(g) for g in range(len(plan.cell_groups))]
+    lists = [*cells, *(value_name(v) for v in range(len(plan.values)))]
+    lists += [order_name(o) for o in range(len(plan.orders))]
+    return T.StructType(
+        [fields[k] for k in plan.keys]
+        + [
+            T.StructField(c, T.ArrayType(T.IntegerType() if c in cells else fields[c].dataType))
+            for c in lists
+        ]
+        + [T.StructField(KIND, T.ByteType(), False), T.StructField(BLOB, T.BinaryType(), True)]
+    )
+
+
+def pack_parts(parts: list[bytes]) -> bytes:
+    """Byte strings in one blob, each after its length (a STATE row: a state per aggregate)."""
+    return b"".join(struct.pack("<Q", len(p)) + p for p in parts)
+
+
+def unpack_parts(blob: bytes) -> list[bytes]:
+    """The byte strings of `pack_parts`."""
+    parts, at = [], 0
+    while at < len(blob):
+        (n,) = struct.unpack_from("<Q", blob, at)
+        parts.append(blob[at + 8 : at + 8 + n])
+        at += 8 + n
+    return parts
+
+
+def pack_problem(aggregate: int, message: str) -> bytes:
+    """A PROBLEM row's blob: which aggregate, and the message."""
+    return struct.pack("<I", aggregate) + message.encode()
+
+
+def unpack_problem(blob: bytes) -> tuple[int, str]:
+    """The aggregate and the message of `pack_problem`."""
+    (aggregate,) = struct.unpack_from("<I", blob)
+    return aggregate, blob[4:].decode()
