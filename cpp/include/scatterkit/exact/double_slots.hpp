@@ -8,7 +8,7 @@
 // checked (TwoSum's error term is zero). A target whose addition is not exact, or that meets
 // an infinity or NaN, moves for good to a superaccumulator, and its slot holds a NaN naming
 // it. Since no ordering is needed, threads may split one target's updates: each folds a part
-// into a table of its own, and the tables are summed exactly at the end.
+// into a table of its own, and the tables are summed exactly at the end (part_tables.hpp).
 #pragma once
 
 #include <algorithm>

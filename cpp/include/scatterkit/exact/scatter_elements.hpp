@@ -1,6 +1,6 @@
 // Exact sums, the top layer for ScatterElementsUpdate (exact=True, sum and mean): its
-// updates folded into tables of double slots (double_slots.hpp), over all of data's elements
-// or over the targeted ones only; ops/elements/strategy.hpp chooses which.
+// updates folded into part tables of double slots (part_tables.hpp), over all of data's
+// elements or over the targeted ones only; ops/elements/strategy.hpp chooses which.
 #pragma once
 
 #include <algorithm>
@@ -8,13 +8,13 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
-#include <utility>
-#include <vector>
 
 #include "scatterkit/copy.hpp"
 #include "scatterkit/exact/double_slots.hpp"
+#include "scatterkit/exact/part_tables.hpp"
 #include "scatterkit/ops/elements/walk.hpp"
 #include "scatterkit/parallel.hpp"
+#include "scatterkit/prefetch.hpp"
 
 namespace scatterkit {
 namespace detail {
@@ -66,71 +66,32 @@ bool exact_elements_dense(const ElementsLayout& l, const KI* idx, const T* upd, 
                           T* out, int64_t count, bool mean, bool use_init_val, IndexRange valid,
                           int64_t bytes) {
   const int64_t updates = l.outer * l.along * l.inner;
-  const int64_t parts =
-      std::max<int64_t>(1, std::min<int64_t>(threads_for(l.along, bytes), 1 + 2 * updates / count));
+  const int64_t parts = exact_parts(l.along, updates, count, bytes);
   // Targets are told apart from untargeted elements (which keep data) by
   // their counts: needed for the mean, without use_init_val, and for a NaN
   // in data, which a targeted element turns into the default NaN.
   const bool counted = mean || !use_init_val || any_nan(data, count);
   const bool checked = updates > kUncheckedScanMax ||
                        !double_sums_exact(upd, updates, use_init_val ? data : nullptr, count);
-  double stack_table[kExactStackSlots];
-  std::unique_ptr<double[]> heap_table;
-  if (parts * count > kExactStackSlots) heap_table.reset(new double[size_t(parts * count)]);
-  double* table = heap_table ? heap_table.get() : stack_table;
-  std::unique_ptr<uint32_t[]> counts;
-  if (counted) counts.reset(new uint32_t[size_t(parts * count)]);
-  std::vector<ExactSlots<T>> slots(static_cast<size_t>(parts));
-  std::vector<const double*> tables(static_cast<size_t>(parts));
-  for (int64_t k = 0; k < parts; ++k) tables[size_t(k)] = table + k * count;
-  // Fetching targets ahead pays once the table leaves L2.
-  const bool prefetch = count * int64_t(sizeof(double)) > (int64_t(1) << 20);
-  std::atomic<bool> bad{false};
-  parallel_for(parts, bytes, [&](int64_t k0, int64_t k1) {
-    for (int64_t k = k0; k < k1; ++k) {
-      double* tab = table + k * count;
-      ExactSlots<T>& sl = slots[size_t(k)];
-      // -0 is the identity of IEEE addition: -0 + -0 = -0, -0 + +0 = +0.
-      std::fill_n(tab, count, -0.0);
-      if (k == 0 && use_init_val)
-        for (int64_t x = 0; x < count; ++x) {
-          const double v = exact_double(data[x]);
-          if (std::isfinite(v))
-            tab[x] = v;
-          else
-            sl.add(tab + x, v);
-        }
-      uint32_t* cnt = counted ? counts.get() + k * count : nullptr;
-      if (cnt) std::fill_n(cnt, count, 0u);
-      const int64_t j0 = l.along * k / parts, j1 = l.along * (k + 1) / parts;
-      const bool ok =
-          checked ? fold_exact_part<true>(l, idx, upd, tab, cnt, sl, j0, j1, valid, prefetch)
-                  : fold_exact_part<false>(l, idx, upd, tab, cnt, sl, j0, j1, valid, prefetch);
-      if (!ok) bad.store(true, std::memory_order_relaxed);
-    }
-  });
-  if (bad.load()) return false;
-  if (parts == 1 && !counted && !mean && slots[0].empty()) {  // every slot holds its sum
-    parallel_for(count, count * int64_t(sizeof(T) + 8), [&](int64_t b, int64_t e) {
-      for (int64_t x = b; x < e; ++x) out[x] = round_double<T>(table[x]);
-    });
-    return true;
-  }
-  parallel_for(count, count * int64_t(sizeof(T) + parts * 12), [&](int64_t b, int64_t e) {
-    for (int64_t x = b; x < e; ++x) {
-      uint64_t n = use_init_val ? 1 : 0;
-      if (counted) {
-        uint64_t hits = 0;
-        for (int64_t k = 0; k < parts; ++k) hits += counts[size_t(k * count + x)];
-        if (hits == 0) {  // untargeted: keeps data
-          out[x] = data[x];
-          continue;
-        }
-        n += hits;
+  PartTables<T, kExactStackSlots> tables(parts, count, counted);
+  const bool prefetch = tables.prefetch();
+  const bool ok = tables.fill(bytes, [&](int64_t k, double* tab, uint32_t* cnt, ExactSlots<T>& sl) {
+    if (k == 0 && use_init_val)
+      for (int64_t x = 0; x < count; ++x) {
+        const double v = exact_double(data[x]);
+        if (std::isfinite(v))
+          tab[x] = v;
+        else
+          sl.add(tab + x, v);
       }
-      out[x] = finish_parts<T>(slots.data(), tables.data(), parts, x, mean, n);
-    }
+    const int64_t j0 = l.along * k / parts, j1 = l.along * (k + 1) / parts;
+    return checked ? fold_exact_part<true>(l, idx, upd, tab, cnt, sl, j0, j1, valid, prefetch)
+                   : fold_exact_part<false>(l, idx, upd, tab, cnt, sl, j0, j1, valid, prefetch);
   });
+  if (!ok) return false;
+  tables.template finish<true>(
+      mean, use_init_val, int64_t(sizeof(T) + 8), [out](int64_t x, T v) { out[x] = v; },
+      [out, data](int64_t x) { out[x] = data[x]; });  // untargeted: keeps data
   return true;
 }
 
@@ -218,56 +179,33 @@ bool exact_elements_compact(const ElementsLayout& l, const KI* idx, const T* upd
       element[size_t(r++)] = w * 64 + __builtin_ctzll(bits);
   }
   // Tables of `hit` slots, one per part of the updates, as in exact_elements_dense.
-  const int64_t parts =
-      std::max<int64_t>(1, std::min<int64_t>(threads_for(updates, bytes), 1 + 2 * updates / hit));
-  std::unique_ptr<double[]> table(new double[size_t(parts * hit)]);
-  std::unique_ptr<uint32_t[]> counts;
-  if (mean) counts.reset(new uint32_t[size_t(parts * hit)]);
-  std::vector<ExactSlots<T>> slots(static_cast<size_t>(parts));
-  std::vector<const double*> tables(static_cast<size_t>(parts));
-  for (int64_t k = 0; k < parts; ++k) tables[size_t(k)] = table.get() + k * hit;
-  const bool prefetch = hit * int64_t(sizeof(double)) > (int64_t(1) << 20);  // as above
-  parallel_for(parts, bytes, [&](int64_t k0, int64_t k1) {
-    for (int64_t k = k0; k < k1; ++k) {
-      double* tab = table.get() + k * hit;
-      ExactSlots<T>& sl = slots[size_t(k)];
-      std::fill_n(tab, hit, -0.0);  // the identity of IEEE addition
-      if (k == 0 && use_init_val)
-        for (int64_t r = 0; r < hit; ++r) sl.add(tab + r, exact_double(data[element[size_t(r)]]));
-      uint32_t* cnt = mean ? counts.get() + k * hit : nullptr;
-      if (cnt) std::fill_n(cnt, hit, 0u);
-      const int64_t p0 = updates * k / parts, p1 = updates * (k + 1) / parts;
-      int64_t* slot = target.get();  // the targets' numbers, from here on
-      for (int64_t p = p0; p < p1; ++p) slot[p] = rank(slot[p]);
-      const int64_t ahead = prefetch ? p1 - kPrefetchDistance : p0;
-      int64_t p = p0;
-      for (; p < ahead; ++p) {
-        prefetch_l2(tab + slot[p + kPrefetchDistance]);
-        sl.add(tab + slot[p], exact_double(upd[p]));
-        if (cnt) ++cnt[slot[p]];
-      }
-      for (; p < p1; ++p) {
-        sl.add(tab + slot[p], exact_double(upd[p]));
-        if (cnt) ++cnt[slot[p]];
-      }
+  const int64_t parts = exact_parts(updates, updates, hit, bytes);
+  PartTables<T> tables(parts, hit, mean);
+  const bool prefetch = tables.prefetch();
+  tables.fill(bytes, [&](int64_t k, double* tab, uint32_t* cnt, ExactSlots<T>& sl) {
+    if (k == 0 && use_init_val)
+      for (int64_t r = 0; r < hit; ++r) sl.add(tab + r, exact_double(data[element[size_t(r)]]));
+    const int64_t p0 = updates * k / parts, p1 = updates * (k + 1) / parts;
+    int64_t* slot = target.get();  // the targets' numbers, from here on
+    for (int64_t p = p0; p < p1; ++p) slot[p] = rank(slot[p]);
+    const int64_t ahead = prefetch ? p1 - kPrefetchDistance : p0;
+    int64_t p = p0;
+    for (; p < ahead; ++p) {
+      prefetch_l2(tab + slot[p + kPrefetchDistance]);
+      sl.add(tab + slot[p], exact_double(upd[p]));
+      if (cnt) ++cnt[slot[p]];
     }
+    for (; p < p1; ++p) {
+      sl.add(tab + slot[p], exact_double(upd[p]));
+      if (cnt) ++cnt[slot[p]];
+    }
+    return true;
   });
   if (!out_holds_data) parallel_copy(out, data, count * int64_t(sizeof(T)));
-  if (parts == 1 && !mean && slots[0].empty()) {  // every slot holds its sum
-    const double* tab = table.get();
-    parallel_for(hit, hit * int64_t(sizeof(T) + 16), [&](int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; ++r) out[element[size_t(r)]] = round_double<T>(tab[r]);
-    });
-    return true;
-  }
-  parallel_for(hit, hit * int64_t(sizeof(T) + parts * 12), [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      uint64_t n = use_init_val ? 1 : 0;
-      if (mean)
-        for (int64_t k = 0; k < parts; ++k) n += counts[size_t(k * hit + r)];
-      out[element[size_t(r)]] = finish_parts<T>(slots.data(), tables.data(), parts, r, mean, n);
-    }
-  });
+  const int64_t* el = element.get();
+  tables.template finish<false>(
+      mean, use_init_val, int64_t(sizeof(T) + 16), [out, el](int64_t r, T v) { out[el[r]] = v; },
+      [](int64_t) {});
   return true;
 }
 
