@@ -103,7 +103,7 @@ inline int64_t count_distinct(const std::vector<int64_t>& keys, int64_t bound) {
   return distinct;
 }
 
-// Bytes an op must move at least (DESIGN.md section 5), the numerator of
+// Bytes an op must move at least (docs/design.md section 5), the numerator of
 // bytes_per_second. `needed_updates` is the part of updates that reaches the
 // output: one update per distinct target for reduction none (duplicates lose),
 // all of them for a reduction.

@@ -1,4 +1,4 @@
-// Error paths (DESIGN.md section 3): the exception type, a message naming the
+// Error paths (docs/design.md section 3): the exception type, a message naming the
 // op and the offending value, and the output (or data, in place) untouched.
 #include <array>
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Reduction semantics (DESIGN.md section 2), mostly through
+// Reduction semantics (docs/design.md section 2), mostly through
 // scatter_elements_update on 1-D data and scatter_nd_update for `sub`:
 // identities, wrapping integer arithmetic, exact integer mean, half-precision
 // accumulation, NaN propagation and bool logic.

@@ -1,6 +1,6 @@
 // SliceScatter-15 through the typed API:
 //   out[..., start + i * step, ...] = updates[..., i, ...] on each sliced axis,
-// start/stop clamped by the Slice-8 rule (DESIGN.md section 2).
+// start/stop clamped by the Slice-8 rule (docs/design.md section 2.4).
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -193,7 +193,7 @@ TEST(SliceScatter, ElementWidthsOnAStridedLastAxis) {
 
 // ---- random slices against the clamping rule, written out by hand ----------------
 
-// Positions of one axis of extent dim, straight from DESIGN.md section 2.
+// Positions of one axis of extent dim, straight from docs/design.md section 2.4.
 std::vector<int64_t> rule_positions(int64_t start, int64_t stop, int64_t step, int64_t dim) {
   std::vector<int64_t> pos;
   if (dim == 0) return pos;

@@ -1,7 +1,7 @@
 // Helpers shared by the scatterkit C++ tests: views over containers, element
 // construction and printing for every element type, bitwise comparison,
 // exception checks, and plain-loop reference implementations of the ops
-// (the semantics of DESIGN.md section 2: updates applied one by one in C order
+// (the semantics of docs/design.md section 2.1: updates applied one by one in C order
 // of the indices).
 #pragma once
 
