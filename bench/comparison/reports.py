@@ -26,9 +26,13 @@ from .tables import (
     summary_table,
 )
 
-# Sections of the results file written by hand (notes on runs of their own): a run that
-# rewrites the file keeps them, at its end.
-KEPT_SECTIONS = ("## Histograms at every table size",)
+# Sections of the results file written by hand (the other benchmarks' latest results and the
+# history of decisions): a run that rewrites the file keeps them, at its end.
+KEPT_SECTIONS = (
+    "## Histograms at every table size",
+    "## Other benchmarks",
+    "## History of decisions",
+)
 
 
 def kept_sections(text: str) -> str:
