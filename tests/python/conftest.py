@@ -12,9 +12,16 @@ from hypothesis import settings
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-# Reproducible hypothesis runs: same examples every time, nothing read from or written to disk.
-settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True)
-settings.load_profile("ci")
+# Hypothesis profiles, chosen with SCATTERKIT_HYPOTHESIS_PROFILE=NAME or --hypothesis-profile=NAME:
+# - "ci" (the default): each test's own budget of examples, derandomized (the same examples
+#   every run), nothing read from or written to disk;
+# - "dev": the same examples, at most DEV_EXAMPLES per test, for quick local runs.
+PROFILE_VARIABLE = "SCATTERKIT_HYPOTHESIS_PROFILE"
+DEV_EXAMPLES = 10
+_REPRODUCIBLE = {"derandomize": True, "database": None, "deadline": None, "print_blob": True}
+settings.register_profile("ci", **_REPRODUCIBLE)
+settings.register_profile("dev", max_examples=DEV_EXAMPLES, **_REPRODUCIBLE)
+settings.load_profile(os.environ.get(PROFILE_VARIABLE) or "ci")
 
 BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -190,8 +197,37 @@ _MARKERS_BY_PATH = {
 # the tests that use them, directly or through other fixtures, are marked "jvm".
 _JVM_FIXTURES = {"spark", "connect_server", "standalone_cluster"}
 
+# "slow": what `pytest -m "not slow"` (the README's fast loop) leaves out. Every test that
+# starts a JVM (marked "jvm" here or by its module: seconds to start Spark, then Spark jobs),
+# and these modules, each more than 5 s alone on the shared 2-core machine (pytest's own
+# time, 2026-11-29):
+_SLOW_MODULES = {
+    "test_exact.py",  # 22 s: exact sums over every dtype, order and split, with hypothesis
+    "test_fuzz.py",  # 11 s: malformed arguments to every op (250 examples per test)
+    "test_large.py",  # 10 s: tensors of 4.5e9 elements (when 7 GB are free)
+    "test_openvino_agreement.py",  # 7 s: OpenVINO's CPU plugin as a second opinion
+    "test_properties.py",  # 33 s: hypothesis properties of every op and layout
+    "test_range_fold.py",  # 7 s: 1-D histograms past the cache
+    "test_sparse_paths.py",  # 10 s: few updates into long axes
+    "test_threads.py",  # 8 s: the same bits at many thread counts
+    "test_typing.py",  # 21 s: mypy and stubtest
+}
+
+
+def _cap_hypothesis_examples(item, limit: int) -> None:
+    """Runs a hypothesis test with at most `limit` examples. A budget written in a test module
+    (`@settings(max_examples=...)`) wins over any profile, so the "dev" profile lowers it here,
+    in the settings Hypothesis keeps on each test (what `@given` and `@settings` set)."""
+    test = getattr(item, "obj", None)
+    current = getattr(test, "_hypothesis_internal_use_settings", None)
+    if current is not None and current.max_examples > limit:
+        test._hypothesis_internal_use_settings = settings(current, max_examples=limit)
+
 
 def pytest_collection_modifyitems(config, items):
+    profile = config.getoption("--hypothesis-profile", None) or os.environ.get(PROFILE_VARIABLE)
+    # A long fuzzing run (README: Robustness) asks for its number of examples.
+    cap = profile == "dev" and not os.environ.get("SCATTERKIT_FUZZ_EXAMPLES")
     for item in items:
         parts = item.path.parts
         for place, marker in _MARKERS_BY_PATH.items():
@@ -199,6 +235,10 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(getattr(pytest.mark, marker))
         if _JVM_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.jvm)
+        if item.get_closest_marker("jvm") or item.path.name in _SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+        if cap:
+            _cap_hypothesis_examples(item, DEV_EXAMPLES)
 
 
 @pytest.fixture
