@@ -157,6 +157,15 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--workdir", help="keep the input and output here (default: temporary)")
     _spark_options(demo)
 
+    clean = sub.add_parser(
+        "clean",
+        help="remove what a crashed job left beside an output (no Spark needed)",
+        description="Removes the hidden staging directories that crashed jobs left beside "
+        "OUTPUT and puts back an old output that a crash left set aside. The next run "
+        "writing OUTPUT does the same first. No job may be writing OUTPUT meanwhile.",
+    )
+    clean.add_argument("output", help="the output directory of the crashed job")
+
     pack = sub.add_parser("pack", help="build the executor environment archive")
     pack.add_argument("--output", default="scatterkit-env.tar.gz", help="archive path")
     origin = pack.add_mutually_exclusive_group()
@@ -244,6 +253,22 @@ def _run_on(spark: Any, spec: Any, args: argparse.Namespace) -> int:
     return ExitCode.OK if summary.complete else ExitCode.FAILED
 
 
+def _clean(output: str) -> int:
+    from .core.errors import EngineUnavailable
+    from .runtime.commit import clean_leftovers
+    from .runtime.storage import locate
+
+    try:
+        done = clean_leftovers(locate(output))
+    except (EngineUnavailable, OSError) as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    for line in done:
+        print(line)
+    print(f"{PROG} clean: {len(done)} leftover(s) of crashed jobs beside {output!r}")
+    return ExitCode.OK
+
+
 def _outline(spec: Any) -> str:
     """What the job does, in a few words: "aggregate by user_id (3 aggregates), 2 step(s)"."""
     parts = []
@@ -320,6 +345,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "run":
         return _run(args)
+    if args.command == "clean":
+        return _clean(args.output)
     try:
         if args.command == "demo":
             from .demo import run_demo

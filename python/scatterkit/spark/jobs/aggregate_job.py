@@ -12,8 +12,8 @@ packed events pass through Spark, for its shuffle:
 - the shuffle by key (`aggregate.group_packed`);
 - reduce side: each task folds its groups (`aggregation.tasks.finish_groups`), runs the job's
   per-row steps on them and writes its own Parquet file with pyarrow under the output's
-  temporary directory; the driver commits the files of the successful attempts
-  (`storage.finish`), as for a job without aggregation (`engine_arrow`).
+  staging directory; the driver commits the files of the successful attempts
+  (`output.write_output`), as for a job without aggregation (`engine_arrow`).
 
 The bits are those of `aggregate`: the same combiner and finisher, whatever reads the events.
 """
@@ -52,9 +52,9 @@ from ..runtime.piece_task import (
 )
 from ..runtime.stats import TaskStats, observed_fold_us, timed_work
 from ..runtime.steps import BatchPlan, run_batches
-from ..runtime.storage import InputPlan, Location, Piece
+from ..runtime.storage import Location, Piece
 from ..specs.agg_spec import AggregateStep
-from .engine_arrow import ArrowPaths, run_and_commit, spark_schema
+from .engine_arrow import ArrowPaths, Work, run_and_commit, spark_schema
 
 # The Spark types whose Arrow form pyarrow reads from Parquet as Spark's Arrow conversion
 # gives it (after `check_file_types`' widening): timestamps and decimals, for one, differ.
@@ -103,7 +103,7 @@ class GroupWriter:
     steps: BatchPlan
     columns: tuple[str, ...]  # those the steps read or the output keeps
     target: Location
-    job_dir: str
+    attempts: str  # the staging directory's attempts
 
 
 def _write_groups(
@@ -125,7 +125,7 @@ def _write_groups(
             yield named.select(list(writer.columns))
 
     written, rows = write_task_file(
-        task_file(writer.job_dir, partition),
+        task_file(writer.attempts, partition),
         writer.target.filesystem(),
         run_batches(writer.steps, groups(), stats),
     )
@@ -198,7 +198,7 @@ def run_aggregate_job(
 
     map_side: list[Observation] = []
 
-    def aggregate_into_files(work: InputPlan) -> DataFrame:
+    def aggregate_into_files(work: Work) -> DataFrame:
         reader = _event_reader(events, plan, work.pieces, paths.source, limits)
         if reader is None:
             combine = functools.partial(combine_events, plan)
@@ -209,7 +209,9 @@ def run_aggregate_job(
             combine = functools.partial(_combine_pieces, reader, plan)
             packed = map_batches(numbers, combine, schema, map_side)
         names = (*step.by, *specs)
-        writer = GroupWriter(plan, names, steps, tuple(columns), paths.target, work.job_dir)
+        writer = GroupWriter(
+            plan, names, steps, tuple(columns), paths.target, work.staging.attempts
+        )
         write = functools.partial(_write_groups, writer)
         return group_packed(packed, plan).mapInArrow(write, spark_schema(RESULT_SCHEMA))
 

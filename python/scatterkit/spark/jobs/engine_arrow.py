@@ -1,11 +1,11 @@
 """The job on the Arrow engine: Spark schedules the tasks, the executors do Parquet with pyarrow.
 
 A job is three Spark jobs, all through the DataFrame API (so it runs on Spark Connect):
-list the input and split it into pieces (one task, `storage.plan_input`), run one task per
-piece (``mapInArrow`` over the piece numbers, `piece_task.run_pieces`), and commit the
-files of the successful attempts (one task, `storage.finish`). Counts and failures come
-back as the rows of the middle job. On a local master the first and last run in the driver
-(`cluster.on_cluster`).
+list the input, split it into pieces and prepare the staging directory (one task,
+`plan_pieces`), run one task per piece (``mapInArrow`` over the piece numbers,
+`piece_task.run_pieces`), and commit the files of the successful attempts (one task,
+`output.write_output`). Counts and failures come back as the rows of the middle job. On a
+local master the first and last run in the driver (`cluster.on_cluster`).
 """
 
 from __future__ import annotations
@@ -17,11 +17,20 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from ..runtime.commit import Staging, stage
 from ..runtime.piece_task import RESULT_SCHEMA, BatchLimits, PieceTask, run_pieces
 from ..runtime.stats import TaskStats, total
 from ..runtime.steps import BatchPlan
-from ..runtime.storage import InputPlan, Location, check_output_apart, finish, locate, plan_input
+from ..runtime.storage import (
+    Location,
+    Piece,
+    check_output_apart,
+    check_output_is_a_directory,
+    locate,
+    plan_input,
+)
 from .cluster import on_cluster, parallelism
+from .output import write_output
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -62,7 +71,7 @@ def run_arrow_job(
     old output stays as it was.
     """
 
-    def run_pieces_of(work: InputPlan) -> DataFrame:
+    def run_pieces_of(work: Work) -> DataFrame:
         task = PieceTask(
             plan,
             paths.source,
@@ -70,7 +79,7 @@ def run_arrow_job(
             tuple(columns),
             tensor_types,
             BatchLimits.from_conf(spark.conf),
-            work.job_dir,
+            work.staging.attempts,
             work.pieces,
         )
         count = len(work.pieces)
@@ -80,26 +89,38 @@ def run_arrow_job(
     return run_and_commit(spark, paths, output_schema, overwrite, run_pieces_of)
 
 
+@dataclass(frozen=True)
+class Work:
+    """An Arrow engine job's work: the input's pieces and where the tasks write."""
+
+    pieces: tuple[Piece, ...]
+    staging: Staging
+
+
+def plan_pieces(paths: ArrowPaths, tasks: int, overwrite: bool) -> Work:
+    """Lists the input into pieces and stages the output (runs on the cluster)."""
+    check_output_is_a_directory(paths.target)
+    pieces = plan_input(paths.source, tasks)
+    return Work(pieces, stage(paths.target, overwrite))
+
+
 def run_and_commit(
     spark: Any,
     paths: ArrowPaths,
     output_schema: pa.Schema,
     overwrite: bool,
-    tasks: Callable[[InputPlan], DataFrame],
+    tasks: Callable[[Work], DataFrame],
 ) -> TaskStats:
     """Lists the input into pieces, runs the Spark job of `tasks(work)` (a row per task:
     `piece_task.RESULT_SCHEMA`) and commits the files of the successful attempts; returns
     the tasks' stats. A failure commits nothing: an old output stays as it was."""
-    work = on_cluster(spark, plan_input, paths.source, paths.target, parallelism(spark), overwrite)
-    written: list[str] | None = None
-    try:
+    work = on_cluster(spark, plan_pieces, paths, parallelism(spark), overwrite)
+
+    def write(staging: Staging) -> tuple[TaskStats, list[str] | None]:
         rows = [r.asDict() for r in tasks(work).collect()]
-        stats = total(rows)
-        if stats.failure is None:
-            written = [r["path"] for r in rows if r["path"]]
-    finally:
-        on_cluster(spark, finish, paths.target, work, written, output_schema, overwrite)
-    return stats
+        return total(rows), [r["path"] for r in rows if r["path"]]
+
+    return write_output(spark, paths.target, overwrite, output_schema, write, staging=work.staging)
 
 
 def spark_schema(schema: pa.Schema) -> Any:

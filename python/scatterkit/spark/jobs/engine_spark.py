@@ -2,11 +2,11 @@
 the steps in between.
 
 Spark's own ``overwrite`` deletes the old output before the job runs, so a failed job would
-lose it. Where pyarrow reaches the output (local, shared or object-store paths) the job
-writes a hidden sibling directory instead, and only a job that succeeded replaces the
-output with it, in a one-task job on the cluster (in the driver on a local master).
-Elsewhere (``hdfs://``, say) Spark's writer writes the output itself, with Spark's own
-semantics for ``mode``.
+lose it. Where pyarrow reaches the output (local, shared or object-store paths) Spark's
+writer writes the job's staging directory instead, and only a job that succeeded commits
+it as the output (`output.write_output`, the Arrow engine's commit too). Elsewhere
+(``hdfs://``, say) Spark's writer writes the output itself, with Spark's own semantics
+for ``mode``.
 
 The executors' counts and failures arrive as hidden columns, summed by an observation
 (`stats.observed_metrics`) and dropped before the writer.
@@ -15,8 +15,6 @@ The executors' counts and failures arrive as hidden columns, summed by an observ
 from __future__ import annotations
 
 import functools
-import posixpath
-import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -27,17 +25,12 @@ from pyspark.sql import types as T
 
 from ..core.errors import EngineUnavailable
 from ..runtime import stats
+from ..runtime.commit import Staging, stage
 from ..runtime.stats import TaskStats
 from ..runtime.steps import FILE_COLUMN, ROW_COLUMN, BatchPlan, raise_failures, report_failures
-from ..runtime.storage import (
-    Location,
-    check_output_apart,
-    locate,
-    output_exists,
-    remove_directory,
-    replace_directory,
-)
+from ..runtime.storage import check_output_apart, locate
 from .cluster import on_cluster
+from .output import write_output
 
 
 def _renamed(names: Sequence[str], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -95,14 +88,6 @@ def _reporting_frame(
     return frame.drop(*stats.NAMES), observation
 
 
-def staging_location(target: Location) -> Location:
-    """A hidden sibling of `target`, unique to this run."""
-    parent, name = posixpath.split(target.path.rstrip("/"))
-    hidden = f"{parent}/.{name}.scatterkit-{uuid.uuid4().hex[:12]}"
-    uri = hidden if "://" not in target.uri else target.uri.replace(target.path, hidden, 1)
-    return Location(uri, hidden)
-
-
 def run_spark_job(
     spark: Any,
     source: DataFrame,
@@ -127,15 +112,14 @@ def run_spark_job(
         frame, observation = _reporting_frame(source, plan, schema, columns, raising=True)
         frame.write.mode("overwrite" if overwrite else "errorifexists").parquet(output_path)
         return TaskStats.from_row(observation.get)
-    if not overwrite and on_cluster(spark, output_exists, target):
-        raise FileExistsError(f"output {output_path!r} already exists")
     frame, observation = _reporting_frame(source, plan, schema, columns, raising=False)
-    staging = staging_location(target)
-    try:
-        frame.write.parquet(staging.uri)
-        found = TaskStats.from_row(observation.get)
-        if found.failure is None:
-            on_cluster(spark, replace_directory, staging, target)
-    finally:
-        on_cluster(spark, remove_directory, staging)
-    return found
+
+    def write(staging: Staging) -> tuple[TaskStats, list[str] | None]:
+        frame.write.parquet(staging.location.uri)
+        return TaskStats.from_row(observation.get), None
+
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    empty = to_arrow_schema(schema)
+    made = on_cluster(spark, stage, target, overwrite, False)  # Spark's writer makes it
+    return write_output(spark, target, overwrite, empty, write, staging=made)

@@ -166,18 +166,18 @@ class PieceTask:
     columns: tuple[str, ...]  # the input columns to read
     tensor_types: pa.Schema  # the Arrow types of the tensor input columns, as Spark reads them
     limits: BatchLimits
-    job_dir: str
+    attempts: str  # where task attempts write (the staging directory's `commit.ATTEMPTS`)
     pieces: tuple[Piece, ...]
 
 
-def task_file(job_dir: str, number: int) -> str:
+def task_file(attempts: str, number: int) -> str:
     """The file task `number` writes under the job's temporary directory, one per attempt
     (the driver commits the successful attempt's)."""
     from pyspark import TaskContext
 
     context = TaskContext.get()
     attempt = context.attemptNumber() if context is not None else 0
-    return f"{job_dir}/part-{number:05d}-attempt-{attempt}.parquet"
+    return f"{attempts}/part-{number:05d}-attempt-{attempt}.parquet"
 
 
 def run_piece(task: PieceTask, number: int) -> tuple[str, int, TaskStats]:
@@ -188,7 +188,7 @@ def run_piece(task: PieceTask, number: int) -> tuple[str, int, TaskStats]:
     """
     piece = task.pieces[number]
     stats = TaskStats()
-    path = task_file(task.job_dir, number)
+    path = task_file(task.attempts, number)
     with task.source.filesystem().open_input_file(piece.path) as handle:
         parquet = pq.ParquetFile(handle)
         try:

@@ -1,4 +1,4 @@
-"""File work of a job with pyarrow's file systems: paths, the input's pieces, the commit.
+"""File work of a job with pyarrow's file systems: paths and the input's pieces.
 
 These functions run where the files are: in a one-task Spark job (`cluster.on_cluster`),
 so that a Spark Connect client needs no access to the cluster's storage. They serve the
@@ -7,17 +7,13 @@ object stores (``s3://``, ``gs://``). Hive partition directories (``key=value``)
 Spark turns into columns, and file systems such as ``hdfs://`` go through Spark's own
 reader and writer.
 
-Commit protocol: task attempts write under ``<output>/_temporary/<job>/``; only after
-every task succeeded are the files of the successful attempts moved into ``<output>``,
-the old output replaced (``mode="overwrite"``) and ``_SUCCESS`` written. A failed job
-leaves the old output, or no output, as it was.
+The commit lives in `commit`.
 """
 
 from __future__ import annotations
 
 import os
 import posixpath
-import uuid
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -132,112 +128,25 @@ def _exists(fs: pafs.FileSystem, path: str) -> bool:
     return fs.get_file_info(path).type != pafs.FileType.NotFound
 
 
-@dataclass(frozen=True)
-class InputPlan:
-    """The Arrow engine's work: the input's pieces and the output's temporary directory."""
+def plan_input(source: Location, tasks: int) -> tuple[Piece, ...]:
+    """The input's pieces for an Arrow engine job (runs on the cluster).
 
-    pieces: tuple[Piece, ...]
-    job_dir: str  # under <output>/_temporary
-    output_existed: bool
+    Raises FileNotFoundError for a missing or empty input, `EngineUnavailable` where
+    Spark's reader is needed."""
+    fs = source.filesystem()
+    return tuple(split_pieces(fs, input_files(fs, source.path), tasks))
 
 
-def plan_input(source: Location, target: Location, tasks: int, overwrite: bool) -> InputPlan:
-    """Lists the input and prepares the output of an Arrow engine job (runs on the cluster).
-
-    Raises FileExistsError if the output exists and not `overwrite`, FileNotFoundError for
-    a missing or empty input, `EngineUnavailable` where Spark's reader or writer is needed.
-    """
-    fs = target.filesystem()
-    kind = fs.get_file_info(target.path).type
-    if kind == pafs.FileType.File:  # tasks write under the output directory
+def check_output_is_a_directory(target: Location) -> None:
+    """Raises `EngineUnavailable` if the output path is a file (runs on the cluster):
+    Spark's writer decides what becomes of it."""
+    if target.filesystem().get_file_info(target.path).type == pafs.FileType.File:
         raise EngineUnavailable(f"the output {target.uri!r} is a file, not a directory")
-    in_fs = source.filesystem()
-    files = input_files(in_fs, source.path)
-    existed = kind != pafs.FileType.NotFound
-    if existed and not overwrite:
-        raise FileExistsError(
-            f'output {target.uri!r} already exists (mode "overwrite" replaces it)'
-        )
-    pieces = split_pieces(in_fs, files, tasks)
-    job_dir = f"{target.path}/_temporary/{uuid.uuid4().hex[:12]}"
-    fs.create_dir(job_dir, recursive=True)
-    return InputPlan(tuple(pieces), job_dir, existed)
-
-
-def commit(
-    fs: pafs.FileSystem,
-    output: str,
-    job_dir: str,
-    written: list[str],
-    empty_schema: pa.Schema,
-    overwrite: bool,
-) -> None:
-    """Moves the task files into `output` (replacing what was there) and marks success."""
-    if overwrite:
-        for entry in fs.get_file_info(pafs.FileSelector(output)):
-            if posixpath.basename(entry.path) != "_temporary":
-                if entry.type == pafs.FileType.Directory:
-                    fs.delete_dir(entry.path)
-                else:
-                    fs.delete_file(entry.path)
-    for number, path in enumerate(sorted(written)):
-        fs.move(path, f"{output}/part-{number:05d}-{posixpath.basename(job_dir)}.parquet")
-    if not written:  # an empty input still gives a readable output, with its schema
-        pq.write_table(empty_schema.empty_table(), f"{output}/part-00000.parquet", filesystem=fs)
-    with fs.open_output_stream(f"{output}/_SUCCESS"):
-        pass
-
-
-def cleanup(fs: pafs.FileSystem, output: str, job_dir: str, created: bool) -> None:
-    """Removes this job's temporary files (and the output directory if it made it)."""
-    if _exists(fs, job_dir):
-        fs.delete_dir(job_dir)
-    temporary = posixpath.dirname(job_dir)
-    if _exists(fs, temporary) and not fs.get_file_info(pafs.FileSelector(temporary)):
-        fs.delete_dir(temporary)
-    if created and _exists(fs, output) and not fs.get_file_info(pafs.FileSelector(output)):
-        fs.delete_dir(output)
-
-
-def finish(
-    target: Location,
-    plan: InputPlan,
-    written: list[str] | None,
-    empty_schema: pa.Schema,
-    overwrite: bool,
-) -> None:
-    """Commits the `written` files (None: the job failed, nothing is committed), then
-    removes the job's temporary files (runs on the cluster)."""
-    fs = target.filesystem()
-    try:
-        if written is not None:
-            commit(fs, target.path, plan.job_dir, written, empty_schema, overwrite)
-    finally:
-        cleanup(fs, target.path, plan.job_dir, created=not plan.output_existed)
 
 
 def output_exists(target: Location) -> bool:
     """Whether anything is at the output path (runs on the cluster)."""
     return _exists(target.filesystem(), target.path)
-
-
-def replace_directory(staging: Location, target: Location) -> None:
-    """Moves a finished job's `staging` directory to `target`, replacing what was there
-    (the Spark engine's commit; runs on the cluster)."""
-    fs = target.filesystem()
-    info = fs.get_file_info(target.path)
-    if info.type == pafs.FileType.Directory:
-        fs.delete_dir(target.path)
-    elif info.type == pafs.FileType.File:
-        fs.delete_file(target.path)
-    fs.move(staging.path, target.path)
-
-
-def remove_directory(location: Location) -> None:
-    """Removes a directory if it is there (runs on the cluster)."""
-    fs = location.filesystem()
-    if _exists(fs, location.path):
-        fs.delete_dir(location.path)
 
 
 def tree_bytes(location: Location) -> int:
