@@ -114,10 +114,11 @@ SCATTERKIT_ALWAYS_INLINE int64_t flat_tuple(const I* idx, int64_t p, size_t k, c
 
 // Throws IndexError for the first coordinate of the k-tuples idx[0, tuples * k), in C order,
 // that is out of range for its axis of `shape` (`indices_shape` for the message); returns if
-// there is none.
+// there is none. Inlined, so that a caller's constant allow_negative folds into the loop.
 template <class I>
-void check_index_tuples(const char* op, const I* idx, int64_t tuples, int64_t k, const Shape& shape,
-                        const Shape& indices_shape, bool allow_negative) {
+SCATTERKIT_ALWAYS_INLINE void check_index_tuples(const char* op, const I* idx, int64_t tuples,
+                                                 int64_t k, const Shape& shape,
+                                                 const Shape& indices_shape, bool allow_negative) {
   for (int64_t p = 0; p < tuples * k; ++p) {
     const int64_t axis = p % k;
     if (!index_in_range(idx[p], shape[size_t(axis)], allow_negative))
