@@ -12,7 +12,8 @@ The package is in layers; a module imports only from its own layer and those bel
 (``[tool.importlinter]`` in pyproject.toml, checked by tests/python/test_layers.py):
 
 - entry points: `cli` (``scatterkit-spark``), `demo` and `demo_data`, `functions` (the
-  column functions, imported as ``skf``);
+  column functions, imported as ``skf``), `reader` (`read_tensors`: tensor columns of
+  Parquet files into NumPy, no Spark);
 - `sessions`: `session` (classic or Connect), `pack` (the executors' environment),
   `artifacts` (the library shipped to a Connect server);
 - `jobs` (driver): `run` (`run_job`, `transform`), `plan`, `engine_arrow`, `engine_spark`,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and
     from .jobs.run import run_job as run_job
     from .jobs.run import transform as transform
     from .jobs.summary import JobSummary as JobSummary
+    from .reader import read_tensors as read_tensors
     from .sessions.pack import pack as pack
     from .sessions.session import build_session as build_session
     from .specs.job_spec import JobSpec as JobSpec
@@ -57,6 +59,7 @@ _EXPORTS = {
     "transform": "jobs.run",
     "build_session": "sessions.session",
     "pack": "sessions.pack",
+    "read_tensors": "reader",
     "functions": None,
 }
 

@@ -127,6 +127,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--overwrite", action="store_true", help="replace an existing output")
     run.add_argument(
+        "--layout",
+        choices=("arrays", "binary"),
+        help="how the output's tensors are written (default: the spec's 'layout', else arrays): "
+        "arrays (struct<values: array<T>, shape>, for Spark SQL) or binary (struct<data: "
+        "binary, shape, dtype>: the tensor's bytes, fastest to write and to read into NumPy)",
+    )
+    run.add_argument(
         "--engine",
         choices=("auto", "arrow", "spark"),
         default="auto",
@@ -182,6 +189,8 @@ def _run(args: argparse.Namespace) -> int:
 
     try:
         spec = JobSpec.load(args.spec)
+        if args.layout is not None:
+            spec = spec.with_layout(args.layout)
     except (OSError, SpecError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return ExitCode.USAGE

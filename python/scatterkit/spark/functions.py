@@ -1,9 +1,13 @@
 """Column functions: the scatter operations on tensor columns, for ``select``/``withColumn``.
 
-A tensor column is ``struct<values: array<T>, shape: array<int>>`` (see `tensor` to build
-one from two columns); a plain ``array<T>`` column is taken as a 1-D tensor per row. Each
-function returns a tensor column computed by an Arrow UDF: a whole record batch goes to
-the C++ kernels in one call, reading the values as zero-copy views of the Arrow buffers.
+A tensor column is ``struct<values: array<T>, shape: array<int>>`` (the arrays layout; see
+`tensor` to build one from two columns) or ``struct<data: binary, shape: array<int>,
+dtype: string>`` (the binary layout: the tensor's C-order little-endian bytes, which Spark
+moves as one value); a plain ``array<T>`` column is taken as a 1-D tensor per row. Every
+function reads both layouts and writes the one its ``layout`` names (default arrays);
+`to_binary` and `to_arrays` convert. Each function returns a tensor column computed by an
+Arrow UDF: a whole record batch goes to the C++ kernels in one call, reading the values as
+zero-copy views of the Arrow buffers.
 
 >>> from scatterkit.spark import functions as skf
 >>> df.withColumn("hist", skf.scatter_elements_update(
@@ -11,8 +15,9 @@ the C++ kernels in one call, reading the values as zero-copy views of the Arrow 
 
 The result's element type is `dtype` (default ``"float"``) and must be data's. With
 ``on_error="fail"`` (default) a bad row fails the task with a message naming it (by
-`row_id` when given); with ``on_error="keep"`` the result struct gets a third field,
-``error``, and a failed row keeps its message there with null ``values`` and ``shape``.
+`row_id` when given); with ``on_error="keep"`` the result struct gets a last field,
+``error``, and a failed row keeps its message there with its other fields null. A binary
+tensor whose bytes do not match its shape and dtype is such a bad row.
 """
 
 from __future__ import annotations
@@ -27,9 +32,18 @@ from pyspark.sql import functions as F
 
 from .aggregation.api import aggregate as aggregate
 from .aggregation.api import scatter_nd_agg as scatter_nd_agg
-from .core.element_types import numpy_dtype, spark_name, tensor_struct
+from .core.element_types import (
+    DATA,
+    SHAPE,
+    VALUES,
+    check_layout,
+    numpy_dtype,
+    spark_name,
+    tensor_struct,
+)
 from .core.errors import RowError
 from .runtime.steps import ON_ERROR, BatchPlan, dry_run, run_steps
+from .runtime.tensors import read_tensor, tensor_array
 from .runtime.threads import configure_threads
 from .specs.constant import check_constant
 from .specs.job_spec import OPS, Step, TensorInput
@@ -45,8 +59,8 @@ def _col(c: ColumnOrName) -> Column:
 
 
 def tensor(values: ColumnOrName, shape: ColumnOrName) -> Column:
-    """A tensor column from a values array column and a shape array column."""
-    return F.struct(_col(values).alias("values"), _col(shape).cast("array<int>").alias("shape"))
+    """A tensor column (arrays layout) from a values array column and a shape array column."""
+    return F.struct(_col(values).alias(VALUES), _col(shape).cast("array<int>").alias(SHAPE))
 
 
 def full(shape: Sequence[int], fill: Any = 0, dtype: str = "float") -> Column:
@@ -60,14 +74,16 @@ def full(shape: Sequence[int], fill: Any = 0, dtype: str = "float") -> Column:
     size = int(np.prod(shape, dtype=np.int64))
     values = F.array_repeat(F.lit(constant.fill).cast(name), size)
     dims = F.array(*[F.lit(d) for d in shape]) if len(shape) else F.array().cast("array<int>")
-    return F.struct(values.alias("values"), dims.cast("array<int>").alias("shape"))
+    return F.struct(values.alias(VALUES), dims.cast("array<int>").alias(SHAPE))
 
 
 def _element_name(data: pa.Array) -> str | None:
     """The Spark name of a tensor column's element type (None if it has none)."""
     kind = data.type
-    if pa.types.is_struct(kind) and kind.get_field_index("values") >= 0:
-        kind = kind.field("values").type
+    if pa.types.is_struct(kind) and kind.get_field_index(DATA) >= 0:  # binary: per row
+        return None
+    if pa.types.is_struct(kind) and kind.get_field_index(VALUES) >= 0:
+        kind = kind.field(VALUES).type
     if not (pa.types.is_list(kind) or pa.types.is_large_list(kind)):
         return None
     try:
@@ -83,6 +99,7 @@ def _make_udf(
     dtype: str,
     keep: bool,
     has_row_id: bool,
+    layout: str = "arrays",
 ) -> Any:
     expected = numpy_dtype(dtype)
     names = list(inputs) + ([_ROW_ID] if has_row_id else [])
@@ -93,6 +110,9 @@ def _make_udf(
         keep_errors=keep,
         row_id=_ROW_ID if has_row_id else None,
         name_steps_by_op=True,
+        layout=check_layout(layout),
+        # binary data and updates must hold the declared type (indices: any integers)
+        binary_elements=tuple((n, dtype) for n in inputs if n != "indices"),
     )
 
     def compute(*arrays: pa.Array) -> pa.Array:
@@ -113,7 +133,7 @@ def _make_udf(
     arrow_udf = getattr(F, "arrow_udf", None)
     if arrow_udf is None:  # pragma: no cover - pyspark 4.0
         raise ImportError("scatterkit's column functions need pyspark >= 4.1 (arrow_udf)")
-    return arrow_udf(compute, tensor_struct(dtype, with_error=keep))
+    return arrow_udf(compute, tensor_struct(dtype, with_error=keep, layout=layout))
 
 
 def apply_op(
@@ -123,6 +143,7 @@ def apply_op(
     dtype: str = "float",
     on_error: str = "fail",
     row_id: ColumnOrName | None = None,
+    layout: str = "arrays",
     **attributes: Any,
 ) -> Column:
     """The versioned operation `op` (e.g. ``"ScatterElementsUpdate-3"``) on tensor columns.
@@ -130,7 +151,8 @@ def apply_op(
     `inputs` follow data in the operation's own order: ``indices, updates``, or
     ``updates`` alone for SliceScatter-15. `attributes` are the op's attributes
     (``axis``, ``reduction``, ``use_init_val``, ``exact``, ``start``, ``stop``, ``step``); they are
-    checked here, before any task runs.
+    checked here, before any task runs. `layout` is the result's: ``"arrays"`` (default) or
+    ``"binary"`` (see the module documentation); inputs may be in either.
     """
     if op not in OPS:
         raise ValueError(f"unknown op {op!r}; expected one of {sorted(OPS)}")
@@ -146,7 +168,8 @@ def apply_op(
     if unknown or missing:
         raise ValueError(f"{op}: unknown attribute(s) {unknown}, missing {missing}")
     _check_attributes(op, attributes, dtype)
-    fn = _make_udf(op, attributes, info.inputs, dtype, on_error == "keep", row_id is not None)
+    keep, has_row_id = on_error == "keep", row_id is not None
+    fn = _make_udf(op, attributes, info.inputs, dtype, keep, has_row_id, check_layout(layout))
     args = [_col(c) for c in (data, *inputs)]
     if row_id is not None:
         args.append(_col(row_id))
@@ -171,6 +194,7 @@ def scatter_update(
     dtype: str = "float",
     on_error: str = "fail",
     row_id: ColumnOrName | None = None,
+    layout: str = "arrays",
 ) -> Column:
     """ScatterUpdate-3 on tensor columns (see `scatterkit.scatter_update`).
 
@@ -185,6 +209,7 @@ def scatter_update(
         dtype=dtype,
         on_error=on_error,
         row_id=row_id,
+        layout=layout,
         axis=axis,
     )
 
@@ -201,6 +226,7 @@ def scatter_elements_update(
     dtype: str = "float",
     on_error: str = "fail",
     row_id: ColumnOrName | None = None,
+    layout: str = "arrays",
 ) -> Column:
     """ScatterElementsUpdate-12 on tensor columns (see `scatterkit.scatter_elements_update`).
 
@@ -215,6 +241,7 @@ def scatter_elements_update(
         dtype=dtype,
         on_error=on_error,
         row_id=row_id,
+        layout=layout,
         axis=axis,
         reduction=reduction,
         use_init_val=use_init_val,
@@ -232,6 +259,7 @@ def scatter_nd_update(
     dtype: str = "float",
     on_error: str = "fail",
     row_id: ColumnOrName | None = None,
+    layout: str = "arrays",
 ) -> Column:
     """ScatterNDUpdate-15 on tensor columns (see `scatterkit.scatter_nd_update`); ``exact``
     as in `scatter_elements_update`."""
@@ -243,6 +271,7 @@ def scatter_nd_update(
         dtype=dtype,
         on_error=on_error,
         row_id=row_id,
+        layout=layout,
         reduction=reduction,
         exact=exact,
     )
@@ -259,6 +288,7 @@ def slice_scatter(
     dtype: str = "float",
     on_error: str = "fail",
     row_id: ColumnOrName | None = None,
+    layout: str = "arrays",
 ) -> Column:
     """SliceScatter-15 on tensor columns (see `scatterkit.slice_scatter`)."""
     return apply_op(
@@ -268,8 +298,59 @@ def slice_scatter(
         dtype=dtype,
         on_error=on_error,
         row_id=row_id,
+        layout=layout,
         start=start,
         stop=stop,
         step=step,
         axis=axis,
     )
+
+
+def _convert(dtype: str, layout: str, keep: bool) -> Any:
+    """The Arrow UDF re-laying a tensor column out in `layout`."""
+    expected = numpy_dtype(dtype)
+
+    def compute(array: pa.Array) -> pa.Array:
+        rows = read_tensor(array, "tensor", expected)
+        valid = np.ones(rows.rows, bool)
+        valid[list(rows.problems)] = False
+        if rows.problems and not keep:
+            row = min(rows.problems)
+            raise RowError(f"row {row} of the batch: {rows.problems[row]}")
+        ragged = rows.ragged
+        values = ragged.values
+        if values.dtype != expected:
+            if len(values) and not valid.any():
+                values = np.empty(0, expected)
+            values = values.astype(expected)  # arrays of another type: as a cast would
+        errors = [rows.problems.get(r) for r in range(rows.rows)] if keep else None
+        return tensor_array(values, ragged, valid, errors, layout)
+
+    make: Any = F.arrow_udf  # its overloads do not know a function of a struct column
+    return make(compute, tensor_struct(dtype, with_error=keep, layout=layout))
+
+
+def to_binary(column: ColumnOrName, *, dtype: str = "float", on_error: str = "fail") -> Column:
+    """A tensor column (either layout, or a plain array) in the binary layout:
+    ``struct<data: binary, shape: array<int>, dtype: string>``, the C-order little-endian
+    bytes of each tensor. Spark moves and writes the bytes as one value, several times
+    faster than an ``array<T>``; `read_tensors` reads them back into NumPy.
+
+    `dtype` is the element type (``"float"``: float32); array values of another type are
+    cast to it. A row that cannot be read (a null element, a null shape, bytes that do not
+    match the shape) fails the task (``on_error="fail"``) or keeps its message in the
+    result's ``error`` field (``"keep"``); a null tensor stays null.
+    """
+    if on_error not in ON_ERROR:
+        raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
+    return _convert(dtype, "binary", on_error == "keep")(_col(column))
+
+
+def to_arrays(column: ColumnOrName, *, dtype: str = "float", on_error: str = "fail") -> Column:
+    """A tensor column (either layout) in the arrays layout, ``struct<values: array<T>,
+    shape: array<int>>``, for Spark SQL's array functions. `dtype`: the element type the
+    binary tensors hold (a row holding another type is a bad row); `on_error` as in
+    `to_binary`."""
+    if on_error not in ON_ERROR:
+        raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
+    return _convert(dtype, "arrays", on_error == "keep")(_col(column))

@@ -33,7 +33,7 @@ from ..specs.agg_spec import AggregateStep, AggSpec, check_agg
 from .states import AggState, read_events
 from .tasks import FLUSH_CONF, combine_events, finish_groups, tensor_results
 from .wire import (
-    RESULT_FIELDS,
+    COUNT_FIELDS,
     AggPlan,
     coord_name,
     key_name,
@@ -48,12 +48,13 @@ _SPEC_ATTRIBUTE = "_scatterkit_agg"
 _BARE_DTYPE = "double"  # the result type of a bare .agg() without dtype (see scatter_nd_agg)
 
 
-def result_type(element: str) -> T.StructType:
-    """The Spark type of an aggregate's column: the tensor struct with ``error``, plus the
-    group's ``events`` (folded) and ``dropped`` (skipped under on_error drop) counts."""
-    struct = tensor_struct(element, with_error=True)
-    struct.add("events", T.LongType(), True).add("dropped", T.LongType(), True)
-    assert tuple(struct.names) == RESULT_FIELDS
+def result_type(element: str, layout: str = "arrays") -> T.StructType:
+    """The Spark type of an aggregate's column: the tensor struct of `layout` with
+    ``error``, plus the group's ``events`` (folded) and ``dropped`` (skipped under on_error
+    drop) counts."""
+    struct = tensor_struct(element, with_error=True, layout=layout)
+    for name in COUNT_FIELDS:
+        struct.add(name, T.LongType(), True)
     return struct
 
 
@@ -67,6 +68,7 @@ def scatter_nd_agg(
     dtype: str | None = None,
     order_by: str | None = None,
     on_error: str = "fail",
+    layout: str = "arrays",
 ) -> Column:
     """The tensor of `shape` built from a group's events as ScatterNDUpdate-15 builds it.
 
@@ -86,7 +88,9 @@ def scatter_nd_agg(
     ``keep`` gives the group a null tensor with the message in ``error``, ``drop`` skips the
     event and counts it in ``dropped``.
 
-    The result is ``struct<values, shape, error, events, dropped>``. `dtype` defaults to the
+    The result is ``struct<values, shape, error, events, dropped>``, or with
+    ``layout="binary"`` ``struct<data, shape, dtype, error, events, dropped>`` (the tensor's
+    bytes: see docs/spark.md, Tensor layouts). `dtype` defaults to the
     updates' type in `aggregate` and the job; in a bare ``groupBy().agg()`` Spark must know
     the result type before it reads any data, so there it defaults to double (bigint for
     prod).
@@ -103,6 +107,7 @@ def scatter_nd_agg(
         dtype=dtype,
         order_by=order_by,
         on_error=on_error,
+        layout=layout,
     )
     bare = "bigint" if reduction == "prod" else _BARE_DTYPE  # prod is for integers only
     column = _udaf_column(spec if spec.dtype is not None else spec.with_dtype(bare))
@@ -124,7 +129,7 @@ def _udaf_column(spec: AggSpec) -> Column:
     make: Any = arrow_udf  # its overloads know grouped aggregates by type hints only
     with warnings.catch_warnings():  # PySpark prefers type hints; a partial has none
         warnings.simplefilter("ignore", UserWarning)
-        udaf = make(function, result_type(spec.dtype), kind)
+        udaf = make(function, result_type(spec.dtype, spec.layout), kind)
     inputs = [F.col(c) for c in spec.indices]
     inputs.append(F.col(spec.updates).cast(_updates_type(spec)))
     if spec.order_by:
@@ -239,6 +244,11 @@ def aggregate_step(
     return plan_aggregate(df, step.by, step_specs(df.schema, step), fold_times)
 
 
+def aggregated_elements(schema: T.StructType, step: AggregateStep) -> dict[str, str]:
+    """The element type of each aggregate a job's aggregation writes (`step_specs`)."""
+    return {name: s.dtype or "" for name, s in step_specs(schema, step).items()}
+
+
 def step_specs(schema: T.StructType, step: AggregateStep) -> dict[str, AggSpec]:
     """A job's aggregates, settled against the events' schema."""
     return {
@@ -317,7 +327,7 @@ def finished_schema(events: T.StructType, plan: AggPlan) -> T.StructType:
     return T.StructType(
         [fields[k] for k in plan.keys]
         + [
-            T.StructField(result_name(i), result_type(s.dtype or ""), True)
+            T.StructField(result_name(i), result_type(s.dtype or "", s.layout), True)
             for i, s in enumerate(plan.specs)
         ]
     )

@@ -14,15 +14,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..._batch import Ragged
 from ..core.errors import RowError
+from ..runtime.tensors import tensor_array
 from ..runtime.threads import configure_threads
 from .states import AggState, EventRows, flatten, locate, slice_problems
 from .wire import (
     BLOB,
+    COUNT_FIELDS,
     EVENTS,
     KIND,
     PROBLEM,
-    RESULT_FIELDS,
     STATE,
     AggPlan,
     order_name,
@@ -386,29 +388,23 @@ def _finish_carry(plan: AggPlan, carry: tuple[pa.RecordBatch, list[bytes]]) -> p
 
 
 def tensor_results(state: AggState, groups: int) -> pa.StructArray:
-    """The first `groups` slots of a state as tensor structs ``<values, shape, error,
-    events, dropped>``; a group with an error has null values and shape."""
+    """The first `groups` slots of a state as tensor structs in the aggregate's layout,
+    with ``error``, ``events`` and ``dropped``; a group with an error has a null tensor."""
     spec = state.spec
     values = state.finish()[:groups]
     failed = np.array([e is not None for e in state.errors[:groups]], bool)
     size, rank = spec.size, len(spec.shape)
-    flat = values[~failed].ravel()
-    shapes = np.tile(np.asarray(spec.shape, np.int32), int((~failed).sum()))
-    mask = pa.array(failed) if failed.any() else None
-    fields = [
-        pa.ListArray.from_arrays(_offsets(np.where(failed, 0, size)), pa.array(flat), mask=mask),
-        pa.ListArray.from_arrays(_offsets(np.where(failed, 0, rank)), pa.array(shapes), mask=mask),
-        pa.array(state.errors[:groups], pa.string()),
-        pa.array(state.events[:groups]),
-        pa.array(state.dropped[:groups]),
-    ]
-    return pa.StructArray.from_arrays(fields, names=list(RESULT_FIELDS))
-
-
-def _offsets(counts: np.ndarray) -> pa.Array:
-    offsets = np.zeros(len(counts) + 1, np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    return pa.array(offsets.astype(np.int32))
+    like = Ragged(
+        values.reshape(-1),
+        np.arange(groups + 1, dtype=np.int64) * size,
+        np.tile(np.asarray(spec.shape, np.int64), groups),
+        np.arange(groups + 1, dtype=np.int64) * rank,
+    )
+    errors = state.errors[:groups]
+    tensors = tensor_array(like.values, like, ~failed, errors, spec.layout)
+    fields = [*tensors.flatten(), pa.array(state.events[:groups]), pa.array(state.dropped[:groups])]
+    names = [*(f.name for f in tensors.type), *COUNT_FIELDS]
+    return pa.StructArray.from_arrays(fields, names=names)
 
 
 def _result_batch(

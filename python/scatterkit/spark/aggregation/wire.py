@@ -12,7 +12,8 @@ distinct set of coordinates (null where they are bad), the values and the orders
 - PROBLEM: a bad event of aggregate i (on_error keep or drop): i and its message
   (`pack_problem`).
 
-The finisher writes ``__agg{i}`` per aggregate, a struct of RESULT_FIELDS.
+The finisher writes ``__agg{i}`` per aggregate: the tensor struct of the aggregate's layout
+with ``error``, then COUNT_FIELDS.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from .states import AggState
 
 KIND, BLOB = "__kind", "__blob"
 EVENTS, STATE, PROBLEM = 0, 1, 2
-RESULT_FIELDS = ("values", "shape", "error", "events", "dropped")
+COUNT_FIELDS = ("events", "dropped")  # after the tensor struct's fields in a result
 
 
 def key_name(j: int) -> str:

@@ -1,4 +1,14 @@
-"""Element types: Spark SQL names, NumPy dtypes and Arrow types of tensor values."""
+"""Tensor columns' facts: element types (Spark SQL names, NumPy dtypes, Arrow types) and
+the two layouts of a tensor column, with their field names (the one place for both).
+
+- ``arrays``: ``struct<values: array<T>, shape: array<int>>``, Spark SQL's own types: SQL
+  functions read and write it, and Spark converts it element by element;
+- ``binary``: ``struct<data: binary, shape: array<int>, dtype: string>``, the tensor's
+  C-order little-endian bytes, its shape and its NumPy dtype name ("float32"): Spark moves
+  the bytes as one value, and any reader decodes a row without guessing.
+
+A column written with ``on_error="keep"`` has a third (fourth) field, ``error``.
+"""
 
 from __future__ import annotations
 
@@ -33,6 +43,10 @@ _ALIASES = {
 }
 
 ELEMENT_TYPES: tuple[str, ...] = tuple(_SPARK_TO_NUMPY)
+
+LAYOUTS = ("arrays", "binary")
+VALUES, SHAPE, ERROR = "values", "shape", "error"  # the arrays layout (and the error)
+DATA, DTYPE = "data", "dtype"  # the binary layout's bytes and NumPy dtype name
 
 _SPARK_TYPES: dict[str, T.DataType] = {
     "boolean": T.BooleanType(),
@@ -72,23 +86,37 @@ def spark_name(dtype: np.dtype | pa.DataType) -> str:
     raise ValueError(f"no Spark element type for dtype {dtype}")
 
 
-def tensor_ddl(element: str, *, with_error: bool = False) -> str:
-    """DDL of a tensor column: ``struct<values: array<T>, shape: array<int>>``.
+def check_layout(layout: str) -> str:
+    """`layout` if it is one of LAYOUTS, else ValueError."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    return layout
 
-    With ``with_error`` the struct carries a third field, ``error`` (a string).
-    """
-    fields = f"values: array<{element_type(element)}>, shape: array<int>"
+
+def tensor_struct(
+    element: str, *, with_error: bool = False, layout: str = "arrays"
+) -> T.StructType:
+    """The Spark type of a tensor column of `element` values in `layout`."""
+    shape = T.StructField(SHAPE, T.ArrayType(T.IntegerType(), True), True)
+    if check_layout(layout) == "binary":
+        fields = [
+            T.StructField(DATA, T.BinaryType(), True),
+            shape,
+            T.StructField(DTYPE, T.StringType(), True),
+        ]
+    else:
+        values = T.ArrayType(_SPARK_TYPES[element_type(element)], True)
+        fields = [T.StructField(VALUES, values, True), shape]
     if with_error:
-        fields += ", error: string"
-    return f"struct<{fields}>"
-
-
-def tensor_struct(element: str, *, with_error: bool = False) -> T.StructType:
-    """The Spark type of a tensor column (see `tensor_ddl`)."""
-    fields = [
-        T.StructField("values", T.ArrayType(_SPARK_TYPES[element_type(element)], True), True),
-        T.StructField("shape", T.ArrayType(T.IntegerType(), True), True),
-    ]
-    if with_error:
-        fields.append(T.StructField("error", T.StringType(), True))
+        fields.append(T.StructField(ERROR, T.StringType(), True))
     return T.StructType(fields)
+
+
+def layout_of(struct_fields: set[str] | list[str]) -> str | None:
+    """The layout a tensor struct's field names make ("arrays", "binary"), or None."""
+    names = set(struct_fields)
+    if {DATA, SHAPE} <= names:
+        return "binary"
+    if {VALUES, SHAPE} <= names:
+        return "arrays"
+    return None

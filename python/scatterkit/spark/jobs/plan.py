@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..core.element_types import numpy_dtype, tensor_struct
+from ..core.element_types import (
+    DATA,
+    DTYPE,
+    ELEMENT_TYPES,
+    SHAPE,
+    VALUES,
+    layout_of,
+    numpy_dtype,
+    spark_name,
+    tensor_struct,
+)
 from ..core.errors import SpecError
 from ..runtime.steps import BatchPlan, dry_run
 from ..specs.job_spec import JobSpec, Step, TensorInput
@@ -30,25 +45,68 @@ def _check_shape(dtype: T.DataType, where: str) -> None:
         )
 
 
-def tensor_element(dtype: T.DataType, where: str) -> str:
-    """The element type of a tensor column: a struct<values, shape> or a plain array."""
+def is_binary_tensor(dtype: T.DataType) -> bool:
+    """Whether a column's type is a tensor struct in the binary layout."""
+    return isinstance(dtype, T.StructType) and layout_of(dtype.names) == "binary"
+
+
+def tensor_element(dtype: T.DataType, where: str, binary: str | None = None) -> str:
+    """The element type of a tensor column: a struct in either layout, or a plain array.
+    A binary tensor's element type is not in the schema: `binary` gives it (see
+    `binary_elements`)."""
     if isinstance(dtype, T.StructType):
         fields = {f.name: f.dataType for f in dtype.fields}
-        if "values" not in fields or "shape" not in fields:
-            raise SpecError(f"{where}: a tensor struct needs fields 'values' and 'shape'")
-        _check_shape(fields["shape"], f"{where}.shape")
-        return _element_of_array(fields["values"], f"{where}.values")
+        layout = layout_of(list(fields))
+        if layout is None:
+            raise SpecError(
+                f"{where}: a tensor struct needs fields 'values' and 'shape' "
+                "(or 'data', 'shape' and 'dtype')"
+            )
+        _check_shape(fields[SHAPE], f"{where}.{SHAPE}")
+        if layout == "arrays":
+            return _element_of_array(fields[VALUES], f"{where}.{VALUES}")
+        if not isinstance(fields[DATA], T.BinaryType):
+            raise SpecError(f"{where}.{DATA}: expected binary, got {fields[DATA].simpleString()}")
+        if binary is None:
+            raise SpecError(f"{where}: holds no row to tell its binary tensors' element type")
+        return binary
     return _element_of_array(dtype, where)
 
 
-def _input_element(source: TensorInput, schema: dict[str, T.DataType], where: str) -> str:
+def binary_elements(df: DataFrame, columns: Sequence[str]) -> dict[str, str]:
+    """The element type (a Spark name) of each binary tensor column in `columns`, read off
+    its first non-null row (one small Spark job per column; columns without one are left
+    out)."""
+    found = {}
+    for column in columns:
+        row = (
+            df.select(F.col(f"`{column}`.{DTYPE}").alias("d"))
+            .where(F.col("d").isNotNull())
+            .limit(1)
+            .first()
+        )
+        if row is not None:
+            try:
+                found[column] = spark_name(np.dtype(row["d"]))
+            except (TypeError, ValueError):
+                raise SpecError(
+                    f"column {column!r} holds binary tensors of dtype {row['d']!r}, not "
+                    f"one of {list(ELEMENT_TYPES)}"
+                ) from None
+    return found
+
+
+def _input_element(
+    source: TensorInput, schema: dict[str, T.DataType], where: str, binary: Mapping[str, str]
+) -> str:
     if source.constant is not None:
         return source.constant.dtype
     for column in source.columns():
         if column not in schema:
             raise SpecError(f"{where}: no column {column!r}; the columns are {sorted(schema)}")
     if source.column is not None:
-        return tensor_element(schema[source.column], f"{where} (column {source.column!r})")
+        column = source.column
+        return tensor_element(schema[column], f"{where} (column {column!r})", binary.get(column))
     values, shape = source.split_columns()
     _check_shape(schema[shape], f"{where} (column {shape!r})")
     return _element_of_array(schema[values], f"{where} (column {values!r})")
@@ -63,9 +121,16 @@ def _dry_run(step: Step, elements: dict[str, str], where: str) -> None:
 
 
 def plan_job(
-    schema: T.StructType, spec: JobSpec, *, keep_errors: bool, locate_rows: bool = False
+    schema: T.StructType,
+    spec: JobSpec,
+    *,
+    keep_errors: bool,
+    locate_rows: bool = False,
+    binary: Mapping[str, str] | None = None,
 ) -> tuple[BatchPlan, T.StructType]:
-    """The executors' plan and the output schema of `spec` applied to `schema`."""
+    """The executors' plan and the output schema of `spec` applied to `schema`; `binary`
+    gives the element type of binary tensor input columns (`binary_elements`)."""
+    known = dict(binary or {})
     columns: dict[str, T.DataType] = {f.name: f.dataType for f in schema.fields}
     input_names = list(columns)
     row_id = spec.row_name
@@ -81,13 +146,15 @@ def plan_job(
     for number, step in enumerate(spec.steps):
         where = f"steps[{number}]"
         elements = {
-            name: _input_element(source, columns, f"{where}.inputs.{name}")
+            name: _input_element(source, columns, f"{where}.inputs.{name}", known)
             for name, source in step.inputs.items()
         }
         _dry_run(step, elements, where)
         if step.output in columns:
             raise SpecError(f"{where}: output column {step.output!r} already exists")
-        result_type = tensor_struct(elements["data"], with_error=keep_errors)
+        result_type = tensor_struct(elements["data"], with_error=keep_errors, layout=spec.layout)
+        if spec.layout == "binary":
+            known[step.output] = elements["data"]
         columns[step.output] = result_type
         out_fields.append(T.StructField(step.output, result_type, True))
     plan = BatchPlan(
@@ -96,5 +163,7 @@ def plan_job(
         keep_errors=keep_errors,
         row_id=row_id,
         locate_rows=locate_rows and row_id is None,
+        layout=spec.layout,
+        binary_elements=tuple(sorted(known.items())),
     )
     return plan, T.StructType(out_fields)

@@ -12,14 +12,14 @@ import os
 import time
 from contextlib import nullcontext
 
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from ..aggregation.api import aggregate_step
+from ..aggregation.api import aggregate_step, aggregated_elements
 from ..core.connect import is_connect
-from ..core.element_types import numpy_dtype
+from ..core.element_types import DATA, VALUES, layout_of, numpy_dtype
 from ..core.errors import EngineUnavailable, JobFailed, row_error_message
 from ..runtime.stats import TaskStats, observed_fold_us
 from ..runtime.steps import ON_ERROR, BatchPlan
@@ -29,7 +29,7 @@ from .aggregate_job import run_aggregate_job
 from .cluster import on_cluster
 from .engine_arrow import ArrowPaths, resolve_paths, run_arrow_job
 from .engine_spark import run_spark_job, steps_frame
-from .plan import plan_job
+from .plan import binary_elements, is_binary_tensor, plan_job
 from .progress import Progress
 from .summary import JobSummary
 
@@ -39,15 +39,28 @@ __all__ = ["ENGINES", "ON_ERROR", "JobFailed", "run_job", "transform"]
 
 
 def _plan(
-    df: DataFrame, spec: JobSpec, on_error: str, locate_rows: bool
+    df: DataFrame,
+    spec: JobSpec,
+    on_error: str,
+    locate_rows: bool,
+    binary: dict[str, str] | None = None,
 ) -> tuple[BatchPlan, T.StructType, list[str]]:
     """Both engines' plan: the executors' plan, the output schema and the input
     columns to read (only those the steps read or the output keeps). Rows are
-    located by file only where a failure names them (``on_error="fail"``)."""
+    located by file only where a failure names them (``on_error="fail"``). `binary`:
+    the element types of binary tensor columns, where known; the others are read off
+    their first row."""
     if on_error not in ON_ERROR:
         raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
     keep = on_error == "keep"
-    plan, schema = plan_job(df.schema, spec, keep_errors=keep, locate_rows=locate_rows and not keep)
+    known = dict(binary or {})
+    read = {c for s in spec.steps for i in s.inputs.values() for c in i.columns()}
+    fields = {f.name: f.dataType for f in df.schema.fields}
+    unknown = [c for c in sorted(read) if c in fields and c not in known]
+    known.update(binary_elements(df, [c for c in unknown if is_binary_tensor(fields[c])]))
+    plan, schema = plan_job(
+        df.schema, spec, keep_errors=keep, locate_rows=locate_rows and not keep, binary=known
+    )
     return plan, schema, [c for c in df.columns if c in plan.input_columns]
 
 
@@ -132,8 +145,11 @@ def _run(
     engine: str,
 ) -> tuple[TaskStats, str]:
     """Runs the job on the chosen engine; returns its stats and the engine that ran it."""
-    source = events if spec.aggregate is None else aggregate_step(events, spec.aggregate)
-    plan, schema, columns = _plan(source, spec, on_error, locate_rows=spec.aggregate is None)
+    source, binary = events, None
+    if spec.aggregate is not None:
+        source = aggregate_step(events, spec.aggregate)
+        binary = aggregated_elements(events.schema, spec.aggregate)
+    plan, schema, columns = _plan(source, spec, on_error, spec.aggregate is None, binary)
     paths = choose_engine(engine, input_path, output_path)
     if paths is not None:
         try:
@@ -221,10 +237,8 @@ def run_job(
         error_rows = int(counts[-1])
     aggregated = _aggregated(written, spec)
     tensor_bytes_out = found.counts["bytes_out"]
-    for name, folded in aggregated.items():
-        values = written.schema[name].dataType["values"].dataType  # type: ignore[index]
-        element = numpy_dtype(values.elementType.simpleString())
-        tensor_bytes_out += folded.pop("elements") * element.itemsize
+    for folded in aggregated.values():
+        tensor_bytes_out += folded.pop("bytes")
     return JobSummary(
         rows_in=events.count(),
         rows_out=written.count(),
@@ -245,9 +259,20 @@ def run_job(
     )
 
 
+def _tensor_bytes(struct: T.DataType, column: str) -> Column:
+    """The bytes of a tensor column's values, summed (a null tensor counts none)."""
+    assert isinstance(struct, T.StructType)
+    if layout_of(struct.names) == "binary":
+        return F.sum(F.length(F.col(f"{column}.{DATA}")))
+    values = struct[VALUES].dataType
+    assert isinstance(values, T.ArrayType)
+    element = numpy_dtype(values.elementType.simpleString())
+    return F.sum(F.size(F.col(f"{column}.{VALUES}"))) * element.itemsize
+
+
 def _aggregated(written: DataFrame, spec: JobSpec) -> dict[str, dict[str, int]]:
     """Per aggregate: events folded, events dropped (on_error drop), groups kept in error,
-    tensor elements written (groups not in error)."""
+    bytes of the tensors written (groups not in error)."""
     if spec.aggregate is None:
         return {}
     names = list(spec.aggregate.aggregates)
@@ -257,11 +282,11 @@ def _aggregated(written: DataFrame, spec: JobSpec) -> dict[str, dict[str, int]]:
             F.sum(F.col(f"`{name}`.events")),
             F.sum(F.col(f"`{name}`.dropped")),
             F.count(F.col(f"`{name}`.error")),
-            F.sum(F.size(F.col(f"`{name}`.values"))),  # null for a group in error
+            _tensor_bytes(written.schema[name].dataType, f"`{name}`"),
         ]
     row = written.select(*sums).first()
     assert row is not None  # an aggregate has one row
-    keys = ("events", "dropped", "error_groups", "elements")
+    keys = ("events", "dropped", "error_groups", "bytes")
     return {
         name: {k: int(row[len(keys) * i + j] or 0) for j, k in enumerate(keys)}
         for i, name in enumerate(names)

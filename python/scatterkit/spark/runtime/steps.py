@@ -19,7 +19,7 @@ import pyarrow as pa
 import scatterkit as sk
 
 from ..._batch import Ragged, run_batch
-from ..core.element_types import numpy_dtype
+from ..core.element_types import numpy_dtype, spark_name
 from ..core.errors import RowError
 from ..specs.job_spec import Step, TensorInput
 from .stats import NAMES as STATS_NAMES
@@ -42,6 +42,10 @@ class BatchPlan:
     row_id: str | None = None
     locate_rows: bool = False  # the batch carries FILE_COLUMN and ROW_COLUMN
     name_steps_by_op: bool = False  # one step per column function: "ScatterUpdate-3 failed"
+    layout: str = "arrays"  # of the tensors the steps write
+    # The element type (a Spark name) of each binary tensor column the steps read: a row
+    # holding another type is an error of that row.
+    binary_elements: tuple[tuple[str, str], ...] = ()
 
     @property
     def tensor_columns(self) -> frozenset[str]:
@@ -80,15 +84,22 @@ class OpResult:
 
 
 def read_input(
-    source: TensorInput, columns: Mapping[str, pa.Array], rows: int, name: str
+    source: TensorInput,
+    columns: Mapping[str, pa.Array],
+    rows: int,
+    name: str,
+    binary_elements: Mapping[str, str] | None = None,
 ) -> TensorRows:
-    """The tensors of one step input for every row of the batch."""
+    """The tensors of one step input for every row of the batch (`binary_elements`: the
+    element type of binary tensor columns)."""
     what = f"{name} ({source.describe()})"
     if source.constant is not None:
         c = source.constant
         return constant_rows(rows, c.shape, numpy_dtype(c.dtype), c.fill)
     if source.column is not None:
-        return read_tensor(columns[source.column], what)
+        element = (binary_elements or {}).get(source.column)
+        dtype = numpy_dtype(element) if element is not None else None
+        return read_tensor(columns[source.column], what, dtype)
     values, shape = source.split_columns()
     return read_split(columns[values], columns[shape], what)
 
@@ -173,10 +184,11 @@ def run_steps(plan: BatchPlan, batch: pa.RecordBatch, first_row: int | None = 0)
     result a failure (no batch) whose message names the row.
     """
     columns: dict[str, pa.Array] = dict(zip(batch.schema.names, batch.columns))
+    binary_elements = dict(plan.binary_elements)
     stats = TaskStats()
     for number, step in enumerate(plan.steps):
         tensors = {
-            name: read_input(source, columns, batch.num_rows, name)
+            name: read_input(source, columns, batch.num_rows, name, binary_elements)
             for name, source in step.inputs.items()
         }
         result = run_op(step.op, step.attributes, tensors)
@@ -188,7 +200,10 @@ def run_steps(plan: BatchPlan, batch: pa.RecordBatch, first_row: int | None = 0)
             failure = f"{_step_name(plan, number, step)} failed for {where}: "
             return StepsOutput(None, stats, failure + f"{result.messages[row]}{more}")
         errors = result.messages if plan.keep_errors else None
-        columns[step.output] = tensor_array(result.values, result.layout, result.valid, errors)
+        columns[step.output] = tensor_array(
+            result.values, result.layout, result.valid, errors, plan.layout
+        )
+        binary_elements[step.output] = spark_name(result.values.dtype)
         stats.counts["bytes_in"] += sum(
             t.ragged.values.nbytes for n, t in tensors.items() if step.inputs[n].constant is None
         )

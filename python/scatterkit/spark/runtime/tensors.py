@@ -1,10 +1,12 @@
 """Tensor columns <-> `Ragged` rows, without copying the values.
 
-A tensor column arrives from Spark as an Arrow ``struct<values: list<T>, shape: list<int>>``
-(or as a plain ``list<T>``, a 1-D tensor per row, or as two separate list columns). Its
-values are read as a NumPy view of the Arrow child buffer, its offsets widened to int64:
-exactly the layout `run_batch` takes. A row that cannot be used (a null tensor, a null
-element, a null or missing shape) is reported as a problem for that row, never raised.
+A tensor column arrives from Spark in either layout (`core.element_types`): an Arrow
+``struct<values: list<T>, shape: list<int>>`` (or a plain ``list<T>``, a 1-D tensor per
+row, or two separate list columns), or ``struct<data: binary, shape: list<int>, dtype:
+string>``. Its values are read as a NumPy view of the Arrow buffer (the child values, or
+the binary data), its offsets widened to int64: exactly the layout `run_batch` takes. A
+row that cannot be used (a null tensor, a null element, a null or missing shape, bytes
+that do not match the shape and dtype) is reported as a problem for that row, never raised.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..._batch import Ragged
+from ..core.element_types import DATA, DTYPE, ERROR, SHAPE, VALUES, layout_of
 
 Problems = dict  # dict[int, str]: row -> why it cannot be used (rows absent are fine)
 _INT32_MAX = 2**31 - 1
@@ -120,22 +123,141 @@ def read_split(values: pa.Array, shape: pa.Array | None, what: str) -> TensorRow
     return TensorRows(ragged, _merge(vals.problems, shp.problems))
 
 
-def read_tensor(array: pa.Array | pa.ChunkedArray, what: str) -> TensorRows:
-    """Tensors from a tensor struct column (values, shape) or a plain list column (1-D)."""
+def read_tensor(
+    array: pa.Array | pa.ChunkedArray, what: str, dtype: np.dtype | None = None
+) -> TensorRows:
+    """Tensors from a tensor struct column (either layout) or a plain list column (1-D).
+
+    `dtype` is the element type binary tensors must hold (default: the first row's); a row
+    of another dtype is a problem of that row."""
     array = _flat(array)
     if not pa.types.is_struct(array.type):
         return read_split(array, None, what)
-    names = {array.type.field(i).name for i in range(array.type.num_fields)}
-    if not {"values", "shape"} <= names:
+    names = [array.type.field(i).name for i in range(array.type.num_fields)]
+    layout = layout_of(names)
+    if layout is None:
         raise TypeError(
-            f"{what}: a tensor struct needs fields 'values' and 'shape', got {sorted(names)}"
+            f"{what}: a tensor struct needs fields 'values' and 'shape' (or 'data', 'shape' "
+            f"and 'dtype'), got {sorted(names)}"
         )
     # StructArray.field applies the struct's own offset and length to the child.
-    rows = read_split(array.field("values"), array.field("shape"), what)
+    if layout == "binary":
+        dtypes = array.field(DTYPE) if DTYPE in names else None
+        rows = read_binary(array.field(DATA), array.field(SHAPE), dtypes, what, dtype)
+    else:
+        rows = read_split(array.field(VALUES), array.field(SHAPE), what)
     if array.null_count:
         nulls = {r: f"{what} is null" for r in np.flatnonzero(~_validity(array)).tolist()}
         rows = TensorRows(rows.ragged, _merge(nulls, rows.problems))
     return rows
+
+
+def _binary_dtype(dtypes: pa.Array | None, wanted: np.dtype | None, what: str) -> np.dtype:
+    """The element type of a binary column: `wanted`, or the first row's, else float32."""
+    if wanted is not None:
+        return np.dtype(wanted)
+    if dtypes is not None:
+        for name in dtypes.drop_null().unique().to_pylist()[:1]:
+            try:
+                return _element_dtype(name)
+            except TypeError:
+                break
+    return np.dtype(np.float32)
+
+
+def _element_dtype(name: str) -> np.dtype:
+    try:
+        found = np.dtype(name)
+    except TypeError:
+        raise TypeError(f"{name!r} is not a NumPy dtype name") from None
+    if found.kind not in "biuf" or found.byteorder == ">":
+        raise TypeError(f"{name!r} is not a little-endian number or boolean dtype")
+    return found.newbyteorder("<") if found.byteorder == "=" else found
+
+
+def read_binary(
+    data: pa.Array,
+    shape: pa.Array,
+    dtypes: pa.Array | None,
+    what: str,
+    dtype: np.dtype | None = None,
+) -> TensorRows:
+    """Tensors from binary data, shape and dtype name columns (the binary layout).
+
+    The values are a view of the binary column's data buffer where every row's bytes are
+    whole elements (the usual case); otherwise the good rows are copied out."""
+    element = _binary_dtype(dtypes, dtype, what)
+    data = _flat(data)
+    if not (pa.types.is_binary(data.type) or pa.types.is_large_binary(data.type)):
+        raise TypeError(f"{what}: the data of a binary tensor must be binary, got {data.type}")
+    shp = _read_list(_flat(shape), f"{what} shape")
+    shapes = _shape_values(shp)
+    offsets = _binary_offsets(data)
+    lengths = np.diff(offsets)
+    problems: Problems = dict(shp.problems)
+    for r in np.flatnonzero(~_validity(data)).tolist():
+        problems.setdefault(r, f"{what} data is null")
+    if dtypes is not None:
+        names = _flat(dtypes).to_pylist()
+        for r, name in enumerate(names):
+            if name is not None and r not in problems and _dtype_name(name) != element.name:
+                problems[r] = f"{what} holds {name} values, not {element.name}"
+    sizes = _row_sizes(shapes, shp.offsets)
+    expected = sizes * element.itemsize
+    for r in np.flatnonzero((lengths != expected) & _validity(data)).tolist():
+        shape_r = shapes[shp.offsets[r] : shp.offsets[r + 1]].tolist()
+        problems.setdefault(
+            r,
+            f"{what} holds {lengths[r]} byte(s); shape {shape_r} of {element.name} "
+            f"takes {expected[r]}",
+        )
+    buffer = data.buffers()[2]
+    base = offsets - offsets[0]
+    whole = not problems and not (base % element.itemsize).any()
+    if whole and buffer is not None and len(data):
+        start = int(offsets[0])
+        values = np.frombuffer(
+            buffer, element, count=int(base[-1]) // element.itemsize, offset=start
+        )
+        return TensorRows(Ragged(values, base // element.itemsize, shapes, shp.offsets), problems)
+    # Some rows are bad (or misaligned): copy the good rows' bytes, bad rows empty.
+    good = np.ones(len(lengths), bool)
+    good[list(problems)] = False
+    counts = np.where(good, sizes, 0)
+    element_offsets = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(counts, out=element_offsets[1:])
+    raw = np.frombuffer(buffer, np.uint8) if buffer is not None else np.empty(0, np.uint8)
+    pieces = [raw[offsets[r] : offsets[r + 1]] for r in np.flatnonzero(good).tolist()]
+    joined = np.concatenate(pieces) if pieces else np.empty(0, np.uint8)
+    values = joined.view(element) if len(joined) else np.empty(0, element)
+    return TensorRows(Ragged(values, element_offsets, shapes, shp.offsets), problems)
+
+
+def _binary_offsets(data: pa.Array) -> np.ndarray:
+    """A binary array's byte offsets (its own slice applied), as int64."""
+    width = np.int64 if pa.types.is_large_binary(data.type) else np.int32
+    buffer = data.buffers()[1]
+    if buffer is None:
+        return np.zeros(len(data) + 1, np.int64)
+    raw = np.frombuffer(buffer, width, count=len(data) + 1, offset=data.offset * width(0).itemsize)
+    return raw.astype(np.int64)
+
+
+def _dtype_name(name: str) -> str:
+    try:
+        return _element_dtype(name).name
+    except TypeError:
+        return name
+
+
+def _row_sizes(shapes: np.ndarray, shape_offsets: np.ndarray) -> np.ndarray:
+    """Elements per row: the product of each row's shape (1 for a 0-D tensor)."""
+    sizes = np.ones(len(shape_offsets) - 1, np.int64)
+    for r in range(len(sizes)):
+        lo, hi = shape_offsets[r], shape_offsets[r + 1]
+        if hi > lo:
+            sizes[r] = int(np.prod(shapes[lo:hi], dtype=np.int64))
+    return sizes
 
 
 def constant_rows(rows: int, shape: Sequence[int], dtype: np.dtype, fill: object) -> TensorRows:
@@ -172,12 +294,14 @@ def tensor_array(
     like: Ragged,
     valid: np.ndarray,
     errors: Sequence[str | None] | None = None,
+    layout: str = "arrays",
 ) -> pa.StructArray:
-    """A tensor struct column from output values laid out as ``like`` (data's rows).
+    """A tensor struct column in `layout` from output values laid out as ``like`` (data's
+    rows).
 
-    Rows where ``valid`` is False are null. With ``errors`` the struct gets a third
-    field ``error`` holding each row's message: the struct itself then stays non-null
-    (its ``values`` and ``shape`` are null on failed rows) so that the message survives.
+    Rows where ``valid`` is False are null. With ``errors`` the struct gets a last field
+    ``error`` holding each row's message: the struct itself then stays non-null (its other
+    fields are null on failed rows) so that the message survives.
     """
     values_offsets, shape_offsets = like.offsets, like.shape_offsets
     shapes = like.shapes
@@ -188,18 +312,48 @@ def tensor_array(
         values_offsets, values = _without_rows(values_offsets, values, valid)
         shape_offsets, shapes = _without_rows(shape_offsets, shapes, valid)
         invalid = pa.array(~valid)
-    offsets = _offsets32(values_offsets, "values")
-    shape_offsets = _offsets32(shape_offsets, "shape")
+    shape_offsets = _offsets32(shape_offsets, SHAPE)
     shapes = pa.array(np.require(shapes, dtype=np.int32))
+    row_mask = None if errors is None else invalid  # with errors, the fields carry the nulls
+    if layout == "binary":
+        fields, names = _binary_fields(values, values_offsets, valid, row_mask), [DATA]
+    else:
+        offsets = _offsets32(values_offsets, VALUES)
+        fields, names = (
+            [pa.ListArray.from_arrays(offsets, pa.array(values), mask=row_mask)],
+            [VALUES],
+        )
+    fields.append(pa.ListArray.from_arrays(shape_offsets, shapes, mask=row_mask))
+    names.append(SHAPE)
+    if layout == "binary":
+        dtype = pa.array([values.dtype.name] * len(valid), pa.string())
+        fields.append(
+            dtype if row_mask is None else pc.if_else(row_mask, pa.scalar(None, pa.string()), dtype)
+        )
+        names.append(DTYPE)
     if errors is None:
-        fields = [
-            pa.ListArray.from_arrays(offsets, pa.array(values)),
-            pa.ListArray.from_arrays(shape_offsets, shapes),
-        ]
-        return pa.StructArray.from_arrays(fields, names=["values", "shape"], mask=invalid)
-    fields = [
-        pa.ListArray.from_arrays(offsets, pa.array(values), mask=invalid),
-        pa.ListArray.from_arrays(shape_offsets, shapes, mask=invalid),
-        pa.array(list(errors), pa.string()),
-    ]
-    return pa.StructArray.from_arrays(fields, names=["values", "shape", "error"])
+        return pa.StructArray.from_arrays(fields, names=names, mask=invalid)
+    fields.append(pa.array(list(errors), pa.string()))
+    return pa.StructArray.from_arrays(fields, names=[*names, ERROR])
+
+
+def _binary_fields(
+    values: np.ndarray, offsets: np.ndarray, valid: np.ndarray, mask: pa.Array | None
+) -> list[pa.Array]:
+    """The data field: each row's values as little-endian bytes, in one buffer (no copy
+    where the values are already contiguous little-endian)."""
+    flat = np.ascontiguousarray(values[offsets[0] : offsets[-1]])
+    if flat.dtype.byteorder == ">":
+        flat = flat.astype(flat.dtype.newbyteorder("<"))
+    byte_offsets = (offsets - offsets[0]) * flat.dtype.itemsize
+    arrow_offsets = _offsets32(byte_offsets, DATA)
+    validity = None
+    if mask is not None:
+        validity = pa.array(valid).buffers()[1]
+    data = pa.Array.from_buffers(
+        pa.binary(),
+        len(valid),
+        [validity, arrow_offsets.buffers()[1], pa.py_buffer(flat.view(np.uint8))],
+        null_count=int((~valid).sum()) if mask is not None else 0,
+    )
+    return [data]

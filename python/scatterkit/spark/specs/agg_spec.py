@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.element_types import element_type, numpy_dtype
+from ..core.element_types import LAYOUTS, element_type, numpy_dtype
 from ..core.errors import SpecError
 from .constant import check_constant
 
@@ -37,6 +37,7 @@ class AggSpec:
     dtype: str | None = None
     order_by: str | None = None
     on_error: str = "fail"
+    layout: str = "arrays"  # of the tensor written: "arrays" or "binary"
 
     @property
     def k(self) -> int:
@@ -81,6 +82,8 @@ class AggSpec:
             out["dtype"] = self.dtype
         if self.order_by is not None:
             out["order_by"] = self.order_by
+        if self.layout != "arrays":
+            out["layout"] = self.layout
         return out
 
 
@@ -94,6 +97,7 @@ def check_agg(
     dtype: str | None = None,
     order_by: str | None = None,
     on_error: str = "fail",
+    layout: str = "arrays",
 ) -> AggSpec:
     """The aggregate, checked; a SpecError (a ValueError) names the argument at fault."""
 
@@ -140,7 +144,11 @@ def check_agg(
             raise SpecError(str(exc)) from None
     elif not isinstance(fill, (bool, int, float, np.generic)):
         raise SpecError(f"'fill' must be a number or a boolean, got {fill!r}")
-    return AggSpec(tuple(indices), updates, dims, reduction, fill, dtype, order_by, on_error)
+    if layout not in LAYOUTS:
+        raise SpecError(f"'layout' must be one of {list(LAYOUTS)}, got {layout!r}")
+    return AggSpec(
+        tuple(indices), updates, dims, reduction, fill, dtype, order_by, on_error, layout
+    )
 
 
 def agg_from_dict(raw: Any, where: str) -> AggSpec:
@@ -148,6 +156,7 @@ def agg_from_dict(raw: Any, where: str) -> AggSpec:
     if not isinstance(raw, Mapping):
         raise SpecError(f"{where}: expected an object, got {type(raw).__name__}")
     allowed = {"indices", "updates", "shape", "reduction", "fill", "dtype", "order_by", "on_error"}
+    allowed.add("layout")
     unknown = sorted(set(raw) - allowed)
     missing = sorted({"indices", "updates", "shape"} - set(raw))
     if missing:

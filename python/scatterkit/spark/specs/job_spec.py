@@ -33,10 +33,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..._registry import OPS as REGISTRY
+from ..core.element_types import LAYOUTS
 from ..core.errors import SpecError
 from .agg_spec import AggregateStep, aggregate_from_dict
 from .constant import Constant, check_constant
@@ -91,6 +92,7 @@ class JobSpec:
     row_id: str | None = None  # a column naming rows in error messages
     passthrough: tuple[str, ...] | None = None  # input columns written out (None: all)
     aggregate: AggregateStep | None = None  # events grouped first, one row per group
+    layout: str = "arrays"  # of every tensor the job writes: "arrays" or "binary"
 
     @property
     def row_name(self) -> str | None:
@@ -104,7 +106,7 @@ class JobSpec:
         """Parses and checks a decoded JSON specification."""
         # An aggregation alone is a job; without one, steps are required.
         required = {"steps"} if not (isinstance(spec, Mapping) and "aggregate" in spec) else set()
-        optional = {"steps", "row_id", "passthrough", "aggregate"} - required
+        optional = {"steps", "row_id", "passthrough", "aggregate", "layout"} - required
         _check_keys(spec, "job", required, optional)
         aggregate = None
         if "aggregate" in spec:
@@ -129,7 +131,13 @@ class JobSpec:
             if step.output in outputs:
                 raise SpecError(f"steps[{i}]: output column {step.output!r} is written twice")
             outputs.add(step.output)
-        return cls(parsed, row_id, passthrough, aggregate)
+        layout = spec.get("layout", "arrays")
+        if layout not in LAYOUTS:
+            raise SpecError(f"job: 'layout' must be one of {list(LAYOUTS)}, got {layout!r}")
+        own = set()  # the aggregates that name their own layout keep it
+        if aggregate is not None:
+            own = {n for n, a in spec["aggregate"]["aggregates"].items() if "layout" in a}
+        return cls(parsed, row_id, passthrough, aggregate).with_layout(layout, keep=own)
 
     @classmethod
     def from_json(cls, text: str) -> JobSpec:
@@ -160,6 +168,20 @@ class JobSpec:
         except SpecError as exc:
             raise SpecError(f"{name}: {exc}") from None
 
+    def with_layout(self, layout: str, keep: set[str] | frozenset[str] = frozenset()) -> JobSpec:
+        """The spec writing every tensor (steps' and aggregates', but those in `keep`) in
+        `layout` ("arrays" or "binary")."""
+        if layout not in LAYOUTS:
+            raise SpecError(f"job: 'layout' must be one of {list(LAYOUTS)}, got {layout!r}")
+        aggregate = self.aggregate
+        if aggregate is not None:
+            specs = {
+                name: a if name in keep else replace(a, layout=layout)
+                for name, a in aggregate.aggregates.items()
+            }
+            aggregate = AggregateStep(aggregate.by, specs)
+        return replace(self, aggregate=aggregate, layout=layout)
+
     def to_dict(self) -> dict[str, Any]:
         """The specification as JSON-ready data (round-trips through `from_dict`)."""
         out: dict[str, Any] = {"steps": [_step_dict(s) for s in self.steps]}
@@ -169,6 +191,8 @@ class JobSpec:
             out["row_id"] = self.row_id
         if self.passthrough is not None:
             out["passthrough"] = list(self.passthrough)
+        if self.layout != "arrays":
+            out["layout"] = self.layout
         return out
 
 

@@ -1,0 +1,279 @@
+"""The binary tensor layout, ``struct<data: binary, shape: array<int>, dtype: string>``,
+beside the arrays layout: read everywhere, written on request, converted both ways, and
+read back into NumPy by `read_tensors`. Bad bytes are row errors, never a crash."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from spark_helpers import pa, pq, spark, tensor_column, write_parquet  # noqa: F401
+
+import scatterkit as sk
+from scatterkit._batch import Ragged
+from scatterkit.spark import functions as skf
+from scatterkit.spark import read_tensors
+from scatterkit.spark.cli import main
+from scatterkit.spark.core.errors import JobFailed
+from scatterkit.spark.jobs.run import run_job
+from scatterkit.spark.runtime.tensors import read_tensor, tensor_array
+from scatterkit.spark.specs.job_spec import JobSpec
+
+pytestmark = pytest.mark.spark
+
+
+def _binary_column(rows, dtype=np.float32, shapes=None, dtypes=None) -> pa.StructArray:
+    """A binary tensor column from arrays (None: a null row); `shapes`/`dtypes` override."""
+    data = [None if r is None else np.asarray(r, dtype).tobytes() for r in rows]
+    shapes = shapes or [None if r is None else list(np.shape(r)) for r in rows]
+    names = dtypes or [None if r is None else np.dtype(dtype).name for r in rows]
+    return pa.StructArray.from_arrays(
+        [pa.array(data, pa.binary()), pa.array(shapes, pa.list_(pa.int32())), pa.array(names)],
+        names=["data", "shape", "dtype"],
+    )
+
+
+# -- no JVM: the Arrow side ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", ["arrays", "binary"])
+@pytest.mark.parametrize("errors", [None, [None, "bad", None]])
+def test_a_tensor_column_round_trips_in_both_layouts_with_null_and_failed_rows(layout, errors):
+    values = np.arange(10, dtype=np.float32)
+    like = Ragged(values, np.array([0, 4, 4, 10]), np.array([2, 2, 0, 6]), np.array([0, 2, 3, 4]))
+    valid = np.array([True, errors is None, True])
+    column = tensor_array(values, like, valid, errors, layout)
+    names = ["values", "shape"] if layout == "arrays" else ["data", "shape", "dtype"]
+    assert [f.name for f in column.type] == names + (["error"] if errors else [])
+    rows = read_tensor(column, "t")
+    assert set(rows.problems) == ({1} if errors else set())
+    assert np.array_equal(rows.ragged.values[rows.ragged.offsets[2] :], values[4:])
+    if layout == "binary":
+        assert column[0]["data"].as_py() == values[:4].tobytes()  # C order, little-endian
+        assert column[0]["dtype"].as_py() == "float32"
+    tail = read_tensor(column.slice(2), "t")  # a slice reads its own rows only
+    assert np.array_equal(tail.ragged.values, values[4:]) and list(tail.ragged.shapes) == [6]
+
+
+def test_binary_bytes_that_do_not_match_the_shape_or_dtype_are_row_problems():
+    column = _binary_column(
+        [np.ones(2), np.ones(3), np.ones(2), None],
+        shapes=[[2], [1], [2], None],  # row 1: 12 bytes for 1 float
+        dtypes=["float32", "float32", "int16", None],  # row 2: another dtype
+    )
+    rows = read_tensor(column, "t")
+    assert rows.problems == {
+        1: "t holds 12 byte(s); shape [1] of float32 takes 4",
+        2: "t holds int16 values, not float32",
+        3: "t shape is null",  # every field null (the struct itself is not)
+    }
+    assert np.array_equal(rows.ragged.values[:2], [1, 1])  # the good row is intact
+    assert rows.ragged.offsets[1] == 2  # the bad rows hold nothing
+
+
+def test_read_tensors_stacks_one_shape_without_copying_and_lists_ragged_rows(tmp_path):
+    tensors = [np.arange(12, dtype=np.float64).reshape(3, 4) * r for r in range(5)]
+    column = _binary_column(tensors, np.float64)
+    pq.write_table(pa.table({"t": column}), tmp_path / "one.parquet")
+    stacked = read_tensors(tmp_path / "one.parquet", "t")
+    assert stacked.shape == (5, 3, 4) and stacked.dtype == np.float64
+    assert not stacked.flags.owndata  # a view of the bytes pyarrow read
+    assert np.array_equal(stacked, np.stack(tensors))
+    # Several files: one array still (concatenated), in file order.
+    write_parquet(tmp_path / "dir", pa.table({"t": column}), files=2)
+    assert np.array_equal(read_tensors(tmp_path / "dir", "t"), np.stack(tensors))
+    # The arrays layout and plain lists give the same.
+    arrays = tensor_column(tensors, np.float64)
+    pq.write_table(pa.table({"t": arrays, "flat": pa.array([t.ravel() for t in tensors])}),
+                   tmp_path / "arrays.parquet")  # fmt: skip
+    assert np.array_equal(read_tensors(tmp_path / "arrays.parquet", "t"), np.stack(tensors))
+    flat = read_tensors(tmp_path / "arrays.parquet", "flat")
+    assert flat.shape == (5, 12)
+    # Rows that disagree on a shape, or a null: one array (or None) per row.
+    ragged = _binary_column([np.ones((2, 2)), None, np.zeros(3)])
+    pq.write_table(pa.table({"t": ragged}), tmp_path / "ragged.parquet")
+    rows = read_tensors(tmp_path / "ragged.parquet", "t")
+    assert [None if r is None else r.shape for r in rows] == [(2, 2), None, (3,)]
+    bad = _binary_column([np.ones(2)], shapes=[[3]])
+    pq.write_table(pa.table({"t": bad}), tmp_path / "bad.parquet")
+    with pytest.raises(ValueError, match="row 0 holds 8 byte"):
+        read_tensors(tmp_path / "bad.parquet", "t")
+    with pytest.raises(ValueError, match="not a tensor column"):
+        pq.write_table(pa.table({"x": [1]}), tmp_path / "x.parquet")
+        read_tensors(tmp_path / "x.parquet", "x")
+
+
+# -- on Spark ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def frame(spark):  # noqa: F811
+    rng = np.random.default_rng(4)
+    n = 30
+    data = [rng.random(6).astype(np.float32) for _ in range(n)]
+    idx = [rng.integers(0, 6, 4) for _ in range(n)]
+    upd = [rng.random(4).astype(np.float32) for _ in range(n)]
+    table = pa.table(
+        {
+            "uid": np.arange(n),
+            "data": tensor_column(data, np.float32),
+            "bdata": _binary_column(data),
+            "idx": pa.array([i.tolist() for i in idx], pa.list_(pa.int64())),
+            "upd": tensor_column(upd, np.float32),
+        }
+    )
+    want = [
+        sk.scatter_elements_update(d, i, u, 0, reduction="sum") for d, i, u in zip(data, idx, upd)
+    ]
+    return spark.createDataFrame(table.to_pandas()), want
+
+
+def test_column_functions_read_either_layout_and_write_either(frame):
+    df, want = frame
+    for data in ("data", "bdata"):
+        for layout in ("arrays", "binary"):
+            out = df.select(
+                "uid",
+                skf.scatter_elements_update(
+                    data, "idx", "upd", 0, reduction="sum", layout=layout
+                ).alias("r"),
+            ).orderBy("uid")
+            got = read_rows(out.toArrow().column("r"))
+            assert all(np.array_equal(g, w) for g, w in zip(got, want)), (data, layout)
+
+
+def read_rows(column) -> list:
+    rows = read_tensor(column, "r")
+    r = rows.ragged
+    return [r.values[r.offsets[i] : r.offsets[i + 1]] for i in range(r.rows)]
+
+
+def test_to_binary_and_to_arrays_convert_both_ways_and_name_a_bad_row(spark):  # noqa: F811
+    tensors = [np.arange(6, dtype=np.float32).reshape(2, 3) + r for r in range(4)]
+    df = spark.createDataFrame(pa.table({"t": tensor_column(tensors, np.float32)}).to_pandas())
+    binary = df.select(skf.to_binary("t").alias("b"))
+    assert binary.schema["b"].dataType.simpleString() == (
+        "struct<data:binary,shape:array<int>,dtype:string>"
+    )
+    back = binary.select(skf.to_arrays("b").alias("t")).toArrow().column("t")
+    assert (
+        back.to_pylist()
+        == pa.table({"t": tensor_column(tensors, np.float32)}).column("t").to_pylist()
+    )
+    bad = _binary_column([np.ones(2), np.ones(2)], shapes=[[2], [5]])
+    df = spark.createDataFrame(pa.table({"b": bad}).to_pandas())
+    kept = df.select(skf.to_arrays("b", on_error="keep").alias("t")).toArrow().to_pylist()
+    assert kept[0]["t"]["values"] == [1.0, 1.0]
+    assert kept[1]["t"]["values"] is None
+    assert kept[1]["t"]["error"] == "tensor holds 8 byte(s); shape [5] of float32 takes 20"
+    with pytest.raises(Exception, match="shape \\[5\\] of float32 takes 20"):
+        df.select(skf.to_arrays("b").alias("t")).collect()
+
+
+def _events(spark, n=400):  # noqa: F811
+    rng = np.random.default_rng(8)
+    table = pa.table(
+        {
+            "user": rng.integers(0, 12, n),
+            "h": rng.integers(0, 4, n).astype(np.int32),
+            "c": rng.integers(0, 3, n).astype(np.int32),
+            "x": rng.standard_normal(n).astype(np.float32),
+        }
+    )
+    return spark.createDataFrame(table.to_pandas())
+
+
+def test_scatter_nd_agg_writes_binary_in_aggregate_and_in_group_by(spark):  # noqa: F811
+    events = _events(spark)
+    agg = {"indices": ["h", "c"], "updates": "x", "shape": [4, 3]}
+    arrays = skf.aggregate(events, "user", s=skf.scatter_nd_agg(**agg)).orderBy("user")
+    binary = skf.aggregate(events, "user", s=skf.scatter_nd_agg(**agg, layout="binary"))
+    grouped = events.groupBy("user").agg(
+        skf.scatter_nd_agg(**agg, dtype="float", layout="binary").alias("s")
+    )
+    want = read_tensors_of(arrays, "s")
+    for frame_ in (binary.orderBy("user"), grouped.orderBy("user")):
+        assert frame_.schema["s"].dataType.names == [
+            "data", "shape", "dtype", "error", "events", "dropped"
+        ]  # fmt: skip
+        got = read_tensors_of(frame_, "s")
+        assert got.shape == (12, 4, 3) and got.tobytes() == want.tobytes()
+
+
+def read_tensors_of(df, column):
+    table = df.select(column).toArrow()
+    rows = read_tensor(table.column(column), column)
+    r = rows.ragged
+    return r.values.reshape(r.rows, *r.shapes[: r.shape_offsets[1]])
+
+
+STEPS = {
+    "row_id": "uid",
+    "steps": [
+        {"op": "ScatterElementsUpdate-12", "attributes": {"axis": 0, "reduction": "sum"},
+         "inputs": {"data": "data", "indices": "idx", "updates": "upd"}, "output": "r"}
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("engine", ["arrow", "spark"])
+def test_the_job_reads_binary_inputs_and_writes_binary_outputs_on_both_engines(
+    spark,  # noqa: F811
+    tmp_path,
+    engine,
+):
+    rng = np.random.default_rng(2)
+    n = 40
+    data = [rng.random(6).astype(np.float32) for _ in range(n)]
+    idx = [rng.integers(0, 6, 4) for _ in range(n)]
+    upd = [rng.random(4).astype(np.float32) for _ in range(n)]
+    idx[7][1] = 9  # a bad row
+    table = pa.table(
+        {
+            "uid": np.arange(n),
+            "data": _binary_column(data),
+            "idx": pa.array([i.tolist() for i in idx], pa.list_(pa.int64())),
+            "upd": _binary_column(upd),
+        }
+    )
+    source = write_parquet(tmp_path / "in", table)
+    spec = JobSpec.from_dict({**STEPS, "layout": "binary"})
+    with pytest.raises(JobFailed, match="uid=7"):
+        run_job(spark, spec, str(source), str(tmp_path / "failed"), engine=engine, progress=False)
+    summary = run_job(
+        spark, spec, str(source), str(tmp_path / "out"), engine=engine, on_error="keep",
+        progress=False,
+    )  # fmt: skip
+    assert summary.error_rows == 1 and summary.tensor_bytes_out == n * 6 * 4  # the kernel wrote
+    out = pq.read_table(tmp_path / "out")  # in file order, as read_tensors reads it
+    assert out.schema.field("r").type.names == ["data", "shape", "dtype", "error"]
+    rows = read_tensors(tmp_path / "out", "r")  # a null row: one array per row
+    for uid, got in zip(out.column("uid").to_pylist(), rows):
+        if uid == 7:
+            assert got is None
+        else:
+            want = sk.scatter_elements_update(data[uid], idx[uid], upd[uid], 0, reduction="sum")
+            assert got.tobytes() == want.tobytes()
+
+
+def test_the_cli_writes_an_aggregation_in_binary_and_read_tensors_stacks_it(
+    spark,  # noqa: F811
+    tmp_path,
+    capsys,
+):
+    events = _events(spark).toArrow()
+    source = write_parquet(tmp_path / "events", events)
+    spec = tmp_path / "job.json"
+    aggregates = {"s": {"indices": ["h", "c"], "updates": "x", "shape": [4, 3]}}
+    spec.write_text(json.dumps({"aggregate": {"by": ["user"], "aggregates": aggregates}}))
+    argv = ["run", "--spec", str(spec), "--input", str(source), "--quiet"]
+    assert main([*argv, "--output", str(tmp_path / "arrays")]) == 0
+    assert main([*argv, "--output", str(tmp_path / "binary"), "--layout", "binary"]) == 0
+    out = capsys.readouterr().out
+    assert f"tensors 0.0 MB in, {12 * 12 * 4 / 1e6:.1f} MB out" in out
+    order = pq.read_table(tmp_path / "binary").column("user").to_numpy().argsort()
+    binary = read_tensors(tmp_path / "binary", "s")[order]
+    arrays = pq.read_table(tmp_path / "arrays").sort_by("user")
+    want = np.array([v["values"] for v in arrays.column("s").to_pylist()], np.float32)
+    assert binary.shape == (12, 4, 3) and binary.tobytes() == want.tobytes()
