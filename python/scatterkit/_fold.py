@@ -28,12 +28,14 @@ def fold_flat(
     )
 
 
-def finish_flat(acc: np.ndarray, targets: np.ndarray, values: np.ndarray, reduction: str) -> None:
-    """Each targeted element of `acc` becomes the exact sum (or mean) of its values,
-    rounded once; the others keep their value (use_init_val False, exact)."""
+def fold_fill(
+    acc: np.ndarray, targets: np.ndarray, values: np.ndarray, reduction: str, *, exact: bool
+) -> None:
+    """Each targeted element of `acc` becomes the reduction of its values alone (from the
+    reduction's identity: use_init_val False), in place; the others keep their value."""
     tag = dtype_tag(acc.dtype)
     _core.scatter_elements_update(
-        acc, targets, values, 0, acc, tag, reduction, False, False, False, True, _NAME
+        acc, targets, values, 0, acc, tag, reduction, False, False, False, exact, _NAME
     )
 
 

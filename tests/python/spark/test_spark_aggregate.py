@@ -844,3 +844,44 @@ def test_aggregate_checks_the_events_schema(spark):  # noqa: F811
         skf.aggregate(events, "g", t=skf.scatter_nd_agg(["g"], "a", [2]))
     with pytest.raises(TypeError, match="scatter_nd_agg"):
         skf.aggregate(events, "g", t=skf.scatter_nd_agg(["g"], "v", [2]).alias("t"))
+
+
+@pytest.mark.parametrize("layout", ["arrays", "binary"])
+@pytest.mark.parametrize(
+    ("reduction", "dtype"),
+    [("sum", "float"), ("sum", "double"), ("mean", "float"), ("max", "float"),
+     ("min", "double"), ("sum", "int"), ("prod", "bigint"), ("mean", "bigint"),
+     ("max", "boolean"), ("sum", "smallint")],
+)  # fmt: skip
+def test_a_group_of_good_events_folds_in_one_call_with_the_general_ways_bits(
+    reduction, dtype, layout
+):
+    from scatterkit.spark.aggregation.api import _fold_group
+    from scatterkit.spark.aggregation.states import AggState, read_events
+    from scatterkit.spark.aggregation.tasks import tensor_results
+
+    rng = np.random.default_rng(11)
+    n = 300
+    spec = check_agg(["h", "c"], "x", [5, 3], reduction=reduction, dtype=dtype, layout=layout)
+    element = spec.element_dtype
+    if element.kind == "f":
+        x = rng.standard_normal(n) * 10.0 ** rng.integers(-20, 20, n)
+        x[[3, 9]] = [np.nan, -0.0]
+    elif element.kind == "b":
+        x = rng.random(n) > 0.5
+    else:
+        x = rng.integers(-50, 50, n)
+    h = pa.array(rng.integers(-5, 5, n).astype(np.int16))  # negatives wrap
+    c = pa.array(rng.integers(0, 2, n).astype(np.int64))  # column 2 stays untargeted
+    updates = pa.array(np.asarray(x).astype(element))
+    fast = _fold_group(spec, h, c, updates)
+    state = AggState(spec, 1)
+    state.fold(read_events(spec, [h, c], updates), np.zeros(n, np.int64))
+    general = tensor_results(state, 1)[0]
+    assert fast.type == general.type
+    if layout == "arrays":
+        want, got = (s["values"].values.to_numpy(zero_copy_only=False) for s in (general, fast))
+        assert want.tobytes() == got.tobytes()
+    else:
+        assert fast["data"].as_py() == general["data"].as_py()
+    assert fast["events"].as_py() == general["events"].as_py() == n

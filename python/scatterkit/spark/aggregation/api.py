@@ -30,6 +30,7 @@ from ..core.errors import RowError, SpecError
 from ..runtime.stats import FOLD_US, fold_time_observed, with_fold_time
 from ..runtime.threads import configure_threads
 from ..specs.agg_spec import AggregateStep, AggSpec, check_agg
+from .group import GroupFolder
 from .states import AggState, read_events
 from .tasks import FLUSH_CONF, combine_events, finish_groups, tensor_results
 from .wire import (
@@ -137,10 +138,19 @@ def _udaf_column(spec: AggSpec) -> Column:
     return udaf(*inputs)
 
 
+_FOLDERS: dict[AggSpec, GroupFolder] = {}  # per Python worker: one per aggregate
+
+
 def _fold_group(spec: AggSpec, *columns: pa.Array | pa.ChunkedArray) -> pa.Scalar:
     """One group's tensor from all of its events."""
     configure_threads()
     arrays = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns]
+    folder = _FOLDERS.get(spec)
+    if folder is None:
+        folder = _FOLDERS[spec] = GroupFolder(spec)
+    folded = folder(arrays)
+    if folded is not None:
+        return folded
     order = arrays[spec.k + 1] if spec.order_by else None
     events = read_events(spec, arrays[: spec.k], arrays[spec.k], order)
     if spec.on_error == "fail" and events.problems:

@@ -255,7 +255,7 @@ class ExactSums:
             targets = np.concatenate([t for t, _ in self.terms])
             values = np.concatenate([v for _, v in self.terms])
             # each targeted element's exact sum (or mean), rounded once; the rest keep fill
-            _fold.finish_flat(fill.reshape(-1), targets, values, reduction)
+            _fold.fold_fill(fill.reshape(-1), targets, values, reduction, exact=True)
         for slot in self.merged:
             out = np.full(self.spec.size, self.spec.fill, self.dtype)
             _fold.state_finish(self._slot_state(slot), out, mean=reduction == "mean")

@@ -24,12 +24,19 @@ from typing import Any
 
 from pyspark.sql import types as T
 
+from ..core.element_types import DATA, DTYPE, ERROR, SHAPE, VALUES
 from ..specs.agg_spec import AggSpec
 from .states import AggState
 
 KIND, BLOB = "__kind", "__blob"
 EVENTS, STATE, PROBLEM = 0, 1, 2
 COUNT_FIELDS = ("events", "dropped")  # after the tensor struct's fields in a result
+
+
+def result_names(layout: str) -> list[str]:
+    """The fields of an aggregate's result: its tensor's (in `layout`), error, counts."""
+    tensor = [VALUES, SHAPE] if layout == "arrays" else [DATA, SHAPE, DTYPE]
+    return [*tensor, ERROR, *COUNT_FIELDS]
 
 
 def key_name(j: int) -> str:
