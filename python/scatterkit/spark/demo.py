@@ -28,6 +28,7 @@ import scatterkit as sk
 from .demo_data import CATEGORIES, HOURS, SERIES, TILE, DemoData, generate
 from .jobs.run import run_job
 from .jobs.summary import JobSummary
+from .reader import read_tensors
 from .sessions.session import build_session, end_session, where_it_runs
 from .specs.job_spec import JobSpec
 
@@ -74,6 +75,8 @@ DEMO_SPEC: dict[str, Any] = {
                 "fill": math.nan,  # a cell never read
                 "dtype": "float",
                 "on_error": "drop",
+                # a map for a vision model: its bytes, read back with read_tensors
+                "layout": "binary",
             },
         },
     },
@@ -156,11 +159,20 @@ def _expected_tensor(
     return out.reshape(shape)
 
 
+def _tensor(result: dict[str, Any], dtype: Any) -> np.ndarray | None:
+    """A result's tensor values, flat, in either layout (None for a null tensor)."""
+    if "data" in result:
+        if result["data"] is None:
+            return None
+        return np.frombuffer(result["data"], np.dtype(result["dtype"]))
+    return None if result["values"] is None else np.asarray(result["values"], dtype)
+
+
 def _compare(uid: int, name: str, result: dict[str, Any], want: np.ndarray) -> list[str]:
     """The output's tensor against the NumPy API's, bit for bit (shape included)."""
-    if result["error"] is not None or result["values"] is None:
+    got = _tensor(result, want.dtype)
+    if result["error"] is not None or got is None:
         return [f"user {uid} {name}: unexpected error {result['error']!r}"]
-    got = np.asarray(result["values"], want.dtype)
     if list(result["shape"]) != list(want.shape) or got.tobytes() != want.tobytes():
         return [f"user {uid} {name}: values differ from the NumPy API"]
     return []
@@ -180,7 +192,7 @@ def _check_user(
         if bad and agg.get("on_error") == "keep":
             expected[name] = None
             named = any(f"coordinate {c}" in (result["error"] or "") for c in agg["indices"])
-            if result["values"] is not None or not named:
+            if _tensor(result, _F32) is not None or not named:
                 problems.append(f"user {uid} {name}: a bad event, but no error naming it")
         else:
             want = _expected_tensor(agg, events, ok & present)
@@ -193,7 +205,7 @@ def _check_user(
             )
     series, latest, step = expected["series"], expected["latest"], got["series_updated"]
     if series is None or latest is None:
-        if step["error"] is None or step["values"] is not None:
+        if step["error"] is None or _tensor(step, _F32) is not None:
             problems.append(f"user {uid} series_updated: a null input, but no error")
     else:
         want = sk.slice_scatter(series, latest, -HOURS, SERIES, 1, 0)
@@ -317,6 +329,9 @@ def run_demo(
         summary = run_job(spark, spec, input_path, output_path, on_error="keep", mode="overwrite")
         checked, problems = check_sample(data, output_path, sample)
         problems += check_events(data, summary)
+        tiles = read_tensors(output_path, "tile")  # no Spark: pyarrow, and a view of the bytes
+        if not isinstance(tiles, np.ndarray) or tiles.shape != (data.users, TILE, TILE):
+            problems.append(f"read_tensors(output, 'tile') did not stack {data.users} tiles")
         print("summary:")
         for line in summary.lines():
             print(f"  {line}")
@@ -333,6 +348,11 @@ def run_demo(
             print(
                 f"check: each aggregate accounts for all {data.events:,} events (folded, "
                 "dropped, null, or in a group kept in error)"
+            )
+            assert isinstance(tiles, np.ndarray)  # checked above
+            print(
+                f"read_tensors(output, 'tile'): {tiles.shape} {tiles.dtype}, the binary "
+                "layout's bytes as one NumPy array, ready for torch.from_numpy"
             )
         print(f"demo done in {time.perf_counter() - started:.1f} s")
         return 1 if problems else 0
