@@ -21,6 +21,7 @@ from spark_helpers import pa, pq, tensor_column, tensor_rows, write_parquet
 
 import scatterkit as sk
 from scatterkit.spark import functions as skf
+from scatterkit.spark import read_tensors
 from scatterkit.spark.cli import main
 from scatterkit.spark.core.connect import is_connect
 from scatterkit.spark.core.errors import JobFailed, RowError
@@ -202,6 +203,27 @@ def test_the_column_functions_run_through_the_server(remote, data):
                                                     row_id="uid"))  # fmt: skip
     with pytest.raises(Exception, match=rf"{RowError.__name__}: .*row_id={1000 + BAD_ROW}"):
         failing.collect()
+
+
+@pytest.mark.parametrize("engine", ["arrow", "spark"])
+def test_binary_tensors_through_the_server_job_and_column_functions(remote, data, tmp_path, engine):
+    cols, source = data
+    binary = JobSpec.from_dict({**SPEC, "layout": "binary"})
+    run_job(remote, binary, str(source), str(tmp_path / "b"), on_error="keep", progress=False,
+            engine=engine)  # fmt: skip
+    table = pq.read_table(tmp_path / "b")
+    assert table.schema.field("means").type.names == ["data", "shape", "dtype", "error"]
+    tensors = read_tensors(tmp_path / "b", "means")  # the bad row is null: one per row
+    for uid, got in zip(table.column("uid").to_pylist(), tensors):
+        r = uid - 1000
+        assert got is None if r == BAD_ROW else np.array_equal(got, _want(cols, r))
+    # The column functions read the binary output back, and convert it to arrays.
+    df = remote.read.parquet(str(tmp_path / "b")).where(F.col("uid") != 1000 + BAD_ROW)
+    arrays = df.select("uid", skf.to_arrays("means", dtype="double").alias("m")).collect()
+    for row in arrays:
+        assert np.array_equal(
+            np.array(row.m.values).reshape(row.m.shape), _want(cols, row.uid - 1000)
+        )
 
 
 @pytest.fixture(scope="module")
