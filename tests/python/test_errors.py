@@ -726,7 +726,7 @@ for _op, (_shape, _call) in _EXPECTED_UPDATES.items():
             _D345, _call(np.ones(_wrong, np.float32)), ValueError, "updates shape"
         )
 # ScatterElements' indices may be smaller than data but never larger, in any dimension but
-# the axis (DESIGN.md: indices.shape[d] <= data.shape[d] for d != axis).
+# the axis (docs/design.md section 2.4: indices.shape[d] <= data.shape[d] for d != axis).
 for _dim in range(3):
     _ishape = [3, 4, 5]
     _ishape[_dim] += 1

@@ -1,7 +1,7 @@
 """Checks of the reference oracle itself against the examples of the specification.
 
 If the oracle is wrong every property test is wrong with it, so it is pinned here to the
-numbers printed in the seed documents and to a few hand-worked cases of DESIGN.md section 2.
+numbers printed in the seed documents and to a few hand-worked cases of docs/design.md section 2.
 """
 
 import numpy as np
