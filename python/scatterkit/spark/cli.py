@@ -10,6 +10,8 @@ from collections.abc import Callable, Sequence
 from enum import IntEnum
 from typing import Any
 
+from .core.options import ENGINES, LAYOUTS, LOG_LEVELS, ON_ERROR
+
 PROG = "scatterkit-spark"
 DESCRIPTION = "Scatter operations on Parquet tensor columns with PySpark: the main job (run), "
 DESCRIPTION += "a demo, and the executor environment packer (pack)."
@@ -120,7 +122,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--output", required=True, help="output Parquet directory")
     run.add_argument(
         "--on-error",
-        choices=("fail", "keep"),
+        choices=ON_ERROR,
         default="fail",
         help="fail: stop at the first bad row, naming it (default); "
         "keep: write it with a null result and its message in <output>.error",
@@ -128,14 +130,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--overwrite", action="store_true", help="replace an existing output")
     run.add_argument(
         "--layout",
-        choices=("arrays", "binary"),
+        choices=LAYOUTS,
         help="how the output's tensors are written (default: the spec's 'layout', else arrays): "
         "arrays (struct<values: array<T>, shape>, for Spark SQL) or binary (struct<data: "
         "binary, shape, dtype>: the tensor's bytes, fastest to write and to read into NumPy)",
     )
     run.add_argument(
         "--engine",
-        choices=("auto", "arrow", "spark"),
+        choices=ENGINES,
         default="auto",
         help="who reads and writes Parquet: arrow (the executors, with pyarrow: fastest), "
         "spark (Spark SQL: any Hadoop file system, partition directories), or auto "
@@ -146,7 +148,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--log-level",
         default="FATAL",
-        choices=("OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG"),
+        choices=LOG_LEVELS,
         help="Spark's own log level (default FATAL: a failed job is reported in one line "
         "naming its row; ERROR adds Spark's stack traces)",
     )

@@ -42,7 +42,8 @@ from .core.element_types import (
     tensor_struct,
 )
 from .core.errors import RowError
-from .runtime.steps import ON_ERROR, BatchPlan, dry_run, run_steps
+from .core.options import ON_ERROR
+from .runtime.steps import BatchPlan, dry_run, run_steps
 from .runtime.tensors import read_tensor, tensor_array
 from .runtime.threads import configure_threads
 from .specs.constant import check_constant

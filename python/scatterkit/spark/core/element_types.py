@@ -16,6 +16,8 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import types as T
 
+from .options import LAYOUTS
+
 # Spark's simple type names (DataType.simpleString) for the element types a tensor may hold.
 _SPARK_TO_NUMPY: dict[str, np.dtype] = {
     "boolean": np.dtype(np.bool_),
@@ -44,7 +46,6 @@ _ALIASES = {
 
 ELEMENT_TYPES: tuple[str, ...] = tuple(_SPARK_TO_NUMPY)
 
-LAYOUTS = ("arrays", "binary")
 VALUES, SHAPE, ERROR = "values", "shape", "error"  # the arrays layout (and the error)
 DATA, DTYPE = "data", "dtype"  # the binary layout's bytes and NumPy dtype name
 

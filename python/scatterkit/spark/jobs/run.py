@@ -21,8 +21,9 @@ from ..aggregation.api import aggregate_step, aggregated_elements
 from ..core.connect import is_connect
 from ..core.element_types import DATA, VALUES, layout_of, numpy_dtype
 from ..core.errors import EngineUnavailable, JobFailed, row_error_message
+from ..core.options import ENGINES, ON_ERROR
 from ..runtime.stats import TaskStats, observed_fold_us
-from ..runtime.steps import ON_ERROR, BatchPlan
+from ..runtime.steps import BatchPlan
 from ..runtime.storage import locate, tree_bytes
 from ..specs.job_spec import JobSpec
 from .aggregate_job import run_aggregate_job
@@ -32,8 +33,6 @@ from .engine_spark import run_spark_job, steps_frame
 from .plan import binary_elements, is_binary_tensor, plan_job
 from .progress import Progress
 from .summary import JobSummary
-
-ENGINES = ("auto", "arrow", "spark")
 
 __all__ = ["ENGINES", "ON_ERROR", "JobFailed", "run_job", "transform"]
 

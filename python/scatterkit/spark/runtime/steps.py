@@ -27,7 +27,6 @@ from .stats import TaskStats
 from .tensors import TensorRows, constant_rows, read_split, read_tensor, tensor_array
 from .threads import configure_threads, task_context
 
-ON_ERROR = ("fail", "keep")  # what a bad row does: stop everything, or keep its message
 FILE_COLUMN = "__scatterkit_file"  # hidden: where a row comes from, for error messages
 ROW_COLUMN = "__scatterkit_row"
 

@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from ..core.element_types import LAYOUTS, element_type, numpy_dtype
+from ..core.element_types import element_type, numpy_dtype
 from ..core.errors import SpecError
+from ..core.options import AGG_ON_ERROR, LAYOUTS
 from .constant import check_constant
 
 REDUCTIONS = ("sum", "prod", "min", "max", "mean", "none")
-AGG_ON_ERROR = ("fail", "keep", "drop")  # a bad event: stop, null the group's tensor, skip it
 _FLOATS = ("float", "double")
 
 

@@ -37,8 +37,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..._registry import OPS as REGISTRY
-from ..core.element_types import LAYOUTS
 from ..core.errors import SpecError
+from ..core.options import LAYOUTS
 from .agg_spec import AggregateStep, aggregate_from_dict
 from .constant import Constant, check_constant
 
