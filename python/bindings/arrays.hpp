@@ -36,19 +36,18 @@ inline TensorRef tensor_of(const char* op, const py::array& a, const std::string
   return TensorRef{a.data(), shape_of(a), dtype_from_name(dtype), size_t(a.itemsize())};
 }
 
+// The kernels' index type of an index array (the Python side casts other integers first).
+inline IndexType index_type_of(const char* op, const py::array& a) {
+  const char kind = a.dtype().kind();
+  if (kind == 'i' && a.itemsize() == 4) return IndexType::kInt32;
+  if (kind == 'i' && a.itemsize() == 8) return IndexType::kInt64;
+  if (kind == 'u' && a.itemsize() == 8) return IndexType::kUInt64;
+  throw TypeError(std::string(op) + ": indices must be int32, int64 or uint64 here");
+}
+
 inline IndexRef indices_of(const char* op, const py::array& a) {
   require_c_contiguous(op, a, "indices");
-  const char kind = a.dtype().kind();
-  IndexType type;
-  if (kind == 'i' && a.itemsize() == 4)
-    type = IndexType::kInt32;
-  else if (kind == 'i' && a.itemsize() == 8)
-    type = IndexType::kInt64;
-  else if (kind == 'u' && a.itemsize() == 8)
-    type = IndexType::kUInt64;
-  else
-    throw TypeError(std::string(op) + ": indices must be int32, int64 or uint64 here");
-  return IndexRef{a.data(), shape_of(a), type};
+  return IndexRef{a.data(), shape_of(a), index_type_of(op, a)};
 }
 
 // The output buffer: data's shape and item size, writeable, C-contiguous.

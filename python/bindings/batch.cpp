@@ -78,16 +78,7 @@ void bind_batch(py::module_& m) {
         RaggedRef i;
         if (indices) {
           i = ragged_of(op, *indices, "indices", rows);
-          const py::array iv = (*indices)[0].cast<py::array>();
-          const char k = iv.dtype().kind();
-          if (k == 'i' && iv.itemsize() == 4)
-            b.index_type = IndexType::kInt32;
-          else if (k == 'i' && iv.itemsize() == 8)
-            b.index_type = IndexType::kInt64;
-          else if (k == 'u' && iv.itemsize() == 8)
-            b.index_type = IndexType::kUInt64;
-          else
-            throw TypeError(std::string(op) + ": indices must be int32, int64 or uint64");
+          b.index_type = index_type_of(op, (*indices)[0].cast<py::array>());
         }
         require_c_contiguous(op, out, "out");
         if (!out.writeable()) throw ValueError(std::string(op) + ": out is read-only");
