@@ -26,7 +26,7 @@ from scatterkit.spark.cli import main
 from scatterkit.spark.runtime.commit import PAUSE_ENV, clean_leftovers
 from scatterkit.spark.runtime.storage import locate
 
-pytestmark = [pytest.mark.spark, pytest.mark.jvm]
+pytestmark = pytest.mark.spark
 
 AGGREGATE = {"aggregate": {"by": ["user"], "aggregates": {
     "s": {"indices": ["h"], "updates": "x", "shape": [4]}}}}  # fmt: skip
@@ -137,6 +137,7 @@ def runs(spark, tmp_path_factory):  # noqa: F811
     return get
 
 
+@pytest.mark.jvm
 @pytest.mark.parametrize(("engine", "job", "old", "step"), CASES)
 def test_a_driver_killed_in_the_commit_leaves_a_whole_output_and_the_next_run_succeeds(
     runs, tmp_path, engine, job, old, step
@@ -184,3 +185,14 @@ def test_clean_puts_back_an_output_set_aside_and_removes_staging_directories(tmp
     assert (output / "_SUCCESS").exists()
     assert len(done) == 2 and any("restored" in line for line in done)
     assert clean_leftovers(locate(str(output))) == []
+
+
+def test_the_clean_command_says_what_it_did_and_needs_no_spark(tmp_path, capsys):
+    (tmp_path / ".out.scatterkit-0123456789ab" / "_attempts").mkdir(parents=True)
+    assert main(["clean", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert f"removed {tmp_path}/.out.scatterkit-0123456789ab" in out
+    assert "1 leftover(s) of crashed jobs" in out
+    assert list(tmp_path.iterdir()) == []
+    assert main(["clean", "hdfs://nn/out"]) == 2
+    assert "pyarrow does not read hdfs:// paths here" in capsys.readouterr().err
