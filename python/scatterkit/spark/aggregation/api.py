@@ -15,6 +15,7 @@ Two ways to run the same aggregate, with the same bits:
 from __future__ import annotations
 
 import functools
+import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Union
@@ -141,6 +142,45 @@ def _udaf_column(spec: AggSpec) -> Column:
 _FOLDERS: dict[AggSpec, GroupFolder] = {}  # per Python worker: one per aggregate
 
 
+def _memory_named(fold: Callable[..., pa.Scalar]) -> Callable[..., pa.Scalar]:
+    """`fold` with a MemoryError turned into a RowError that names the group (by its size:
+    a grouped-aggregate UDF is not given its key) and what to use instead. Spark hands the
+    UDF a whole group, which must fit in a Python worker's memory (capped by
+    ``spark.executor.pyspark.memory``)."""
+
+    @functools.wraps(fold)
+    def named(spec: AggSpec, *columns: pa.Array | pa.ChunkedArray) -> pa.Scalar:
+        try:
+            return fold(spec, *columns)
+        except MemoryError as exc:
+            reason = f"MemoryError: {exc}"
+        # Raised here, not in the except clause: the failed fold's arrays are freed first.
+        raise RowError(_too_large(spec, columns, reason))
+
+    return named
+
+
+def _too_large(spec: AggSpec, columns: Sequence[pa.Array | pa.ChunkedArray], reason: str) -> str:
+    events = len(columns[0]) if columns else 0
+    size = sum(c.nbytes for c in columns) / 2**20
+    names = ", ".join([*spec.indices, spec.updates, *([spec.order_by] if spec.order_by else [])])
+    cap = os.environ.get("PYSPARK_EXECUTOR_MEMORY_MB")  # what Spark caps the worker at
+    memory = (
+        f"spark.executor.pyspark.memory caps it at {int(cap):,} MB of address space"
+        if cap
+        else "spark.executor.pyspark.memory is not set"
+    )
+    return (
+        f"scatter_nd_agg: the group of {events:,} events ({size:,.0f} MB of {names}) does not "
+        f"fit in a Python worker's memory ({memory}; {reason}). groupBy().agg() hands the "
+        "aggregate its whole group at once and does not tell it the group's key (the largest "
+        "groups: df.groupBy(by).count().orderBy('count', ascending=False)). Use "
+        "skf.aggregate(df, by, name=skf.scatter_nd_agg(...)): the same tensors, and a group "
+        "of any size folds in one state's memory; or raise spark.executor.pyspark.memory"
+    )
+
+
+@_memory_named
 def _fold_group(spec: AggSpec, *columns: pa.Array | pa.ChunkedArray) -> pa.Scalar:
     """One group's tensor from all of its events."""
     configure_threads()
