@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 
 from ..._batch import Ragged
 from ..core.errors import RowError
+from ..runtime.faults import pause_point
 from ..runtime.tensors import tensor_array
 from ..runtime.threads import configure_threads
 from .states import AggState, EventRows, flatten, locate, slice_problems
@@ -131,6 +132,7 @@ def combine_events(plan: AggPlan, batches: Iterator[pa.RecordBatch]) -> Iterator
         if schema is not None and len(hot) * group_bytes > STATE_BUDGET:
             yield _state_rows(plan, schema, hot)
             hot = {}
+    pause_point("map")  # tests only: the events read, the task-wide states not sent yet
     if hot and schema is not None:
         yield _state_rows(plan, schema, hot)
 
@@ -331,6 +333,7 @@ def finish_groups(plan: AggPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[
             if last == len(starts):
                 tail = keys.slice(int(starts[-1]), 1)
                 carry = (tail, [s.state_bytes(last - 1 - first) for s in states])
+    pause_point("reduce")  # tests only: the groups folded, the last one not emitted yet
     if carry is not None:
         yield _finish_carry(plan, carry)
 

@@ -30,7 +30,6 @@ import ctypes
 import errno
 import os
 import posixpath
-import time
 import uuid
 from dataclasses import dataclass
 
@@ -38,6 +37,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from .faults import hold, requested
 from .storage import Location
 
 MARK = ".scatterkit-"  # in every staging directory's name: .NAME.scatterkit-ID
@@ -52,18 +52,13 @@ PAUSE_ENV = "SCATTERKIT_TEST_COMMIT_PAUSE"
 
 
 def _pausing_at(step: str) -> str | None:
-    wanted, _, signal = os.environ.get(PAUSE_ENV, "").partition(":")
-    return signal if wanted == step else None
+    return requested(PAUSE_ENV, step)
 
 
 def _pause(step: str) -> None:
     signal = _pausing_at(step)
-    if signal is None:
-        return
-    with open(signal, "w") as f:
-        f.write(str(os.getpid()))
-    while True:  # until the test kills this process
-        time.sleep(1)
+    if signal is not None:
+        hold(signal)  # until the test kills this process
 
 
 def _is_local(location: Location) -> bool:

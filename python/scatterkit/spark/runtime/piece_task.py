@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.errors import InputTypeError
+from .faults import pause_point
 from .stats import ARROW_FIELDS as STATS_FIELDS
 from .stats import TaskStats
 from .steps import FILE_COLUMN, ROW_COLUMN, BatchPlan, run_batches
@@ -233,6 +234,7 @@ def write_task_file(path: str, fs: Any, batches: Iterator[pa.RecordBatch]) -> tu
             if pending_bytes >= ROW_GROUP_BYTES:
                 _write_row_group(writer, pending)
                 pending, pending_bytes = [], 0
+        pause_point("write")  # tests only: the file open, its last rows and footer not written
         if writer is not None and pending:
             _write_row_group(writer, pending)
     finally:
