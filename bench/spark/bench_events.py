@@ -17,16 +17,29 @@ and writes one row per entity as Parquet (snappy):
   map-side combining, then one task per partition of entities);
 - (e) the same ``skf.scatter_nd_agg`` aggregates through Spark's own ``groupBy().agg``;
 - (f) scatterkit's job (``run_job``) with the same aggregates as its aggregation step, on
-  the Arrow engine: the tasks read the events and write the tensors with pyarrow.
+  the Arrow engine: the tasks read the events and write the tensors with pyarrow;
+- (g) no Spark: one Python process reads the events with pyarrow, numbers the entities
+  (``pd.factorize``), folds each tensor of all entities in one scatterkit call and writes
+  one Parquet file (binary layout) with pyarrow.
 
-(d), (e) and (f) run when the installed scatterkit has ``scatterkit.spark.functions.aggregate``.
-Contenders run interleaved (one round over all of them per repeat, after a warm-up round);
-the median of ``--repeat`` runs counts. Each run's shuffle bytes come from Spark's monitoring
-REST API (the stages of the run's job group). Then each contender runs again on the events
-shuffled randomly and split into 3 and into 16 partitions: its results are "bits stable"
-when the sum, max and mean tensors of all three runs are equal bit for bit. A NumPy
-reference checks ``--sample`` entities: max exactly, sums and means to float32 rounding
-(and counts the cells that equal the exact value rounded once).
+(b'), (d'), (e') and (f') are (b), (d), (e) and (f) writing the binary tensor layout
+(``struct<data: binary, shape, dtype>``; ``layout="binary"``). (e0) is Spark's own floor
+for (e) and (e'): the same ``groupBy().agg()`` with three grouped-aggregate Arrow UDFs that
+return a constant (the zero tensor of (e')'s type), measured in the same run; the report
+gives each grouped aggregate's time per group over the floor's.
+
+(d) to (f') run when the installed scatterkit has ``scatterkit.spark.functions.aggregate``;
+the binary variants when it has ``skf.to_binary``. Spark's start (``build_session``) is
+timed once, apart from the contenders (none of whose times include it).
+
+Contenders run interleaved (one round over all of them per repeat, after ``--warm-up``
+rounds, 1 by default); the median of ``--repeat`` runs counts. Each run's shuffle bytes
+come from Spark's monitoring REST API (the stages of the run's job group). Then each
+contender runs again on the events shuffled randomly and split into 3 and into 16
+partitions: its results are "bits stable" when the sum, max and mean tensors of all three
+runs are equal bit for bit. A NumPy reference checks ``--sample`` entities: max exactly,
+sums and means to float32 rounding (and counts the cells that equal the exact value
+rounded once).
 
     python bench/spark/bench_events.py [--events 20000000] [--entities 200000] [--repeat 3]
 """
@@ -48,6 +61,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -202,8 +216,9 @@ def spark_sql_pivot(events: DataFrame, source: Path, out: Path) -> None:
     )
 
 
-def scatterkit_columns(events: DataFrame, source: Path, out: Path) -> None:
+def scatterkit_columns(events: DataFrame, source: Path, out: Path, layout: str = "arrays") -> None:
     """(b) the events of each entity in one list, then scatterkit's column functions."""
+    tensors = {"layout": layout} if layout != "arrays" else {}
     lists = events.groupBy("user_id").agg(
         F.collect_list(F.struct("hour", "category", "amount")).alias("ev")
     )
@@ -217,12 +232,12 @@ def scatterkit_columns(events: DataFrame, source: Path, out: Path) -> None:
     _write(
         lists.select(
             "user_id",
-            skf.scatter_nd_update(zeros, indices, amounts, reduction="sum", exact=True).alias(
-                "spend_sum"
-            ),
-            skf.scatter_nd_update(zeros, indices, amounts, reduction="max", exact=True).alias(
-                "spend_max"
-            ),
+            skf.scatter_nd_update(
+                zeros, indices, amounts, reduction="sum", exact=True, **tensors
+            ).alias("spend_sum"),
+            skf.scatter_nd_update(
+                zeros, indices, amounts, reduction="max", exact=True, **tensors
+            ).alias("spend_max"),
             skf.scatter_elements_update(
                 skf.full([CELLS], 0.0),
                 flat,
@@ -231,10 +246,16 @@ def scatterkit_columns(events: DataFrame, source: Path, out: Path) -> None:
                 reduction="mean",
                 use_init_val=False,
                 exact=True,
+                **tensors,
             ).alias("spend_mean"),
         ),
         out,
     )
+
+
+def scatterkit_columns_binary(events: DataFrame, source: Path, out: Path) -> None:
+    """(b') (b) writing the binary layout."""
+    scatterkit_columns(events, source, out, "binary")
 
 
 def _entity_tensors(pdf: pd.DataFrame) -> pd.DataFrame:
@@ -264,9 +285,12 @@ def pandas_numpy(events: DataFrame, source: Path, out: Path) -> None:
     _write(events.groupBy("user_id").applyInPandas(_entity_tensors, schema), out)
 
 
-def _aggregates() -> dict[str, object]:
+def _aggregates(layout: str = "arrays") -> dict[str, object]:
+    tensors = {"layout": layout} if layout != "arrays" else {}
     return {
-        name: skf.scatter_nd_agg(["hour", "category"], "amount", SHAPE, reduction=reduction)
+        name: skf.scatter_nd_agg(
+            ["hour", "category"], "amount", SHAPE, reduction=reduction, **tensors
+        )
         for name, reduction in REDUCTIONS.items()
     }
 
@@ -276,18 +300,63 @@ def scatterkit_aggregate(events: DataFrame, source: Path, out: Path) -> None:
     _write(skf.aggregate(events, "user_id", **_aggregates()), out)
 
 
-def scatterkit_groupby(events: DataFrame, source: Path, out: Path) -> None:
+def scatterkit_aggregate_binary(events: DataFrame, source: Path, out: Path) -> None:
+    """(d') (d) writing the binary layout."""
+    _write(skf.aggregate(events, "user_id", **_aggregates("binary")), out)
+
+
+def scatterkit_groupby(events: DataFrame, source: Path, out: Path, layout: str = "arrays") -> None:
     """(e) the same aggregates as Python grouped-aggregate UDFs in Spark's groupBy."""
+    tensors = {"layout": layout} if layout != "arrays" else {}
     aggs = [
         skf.scatter_nd_agg(
-            ["hour", "category"], "amount", SHAPE, reduction=reduction, dtype="float"
+            ["hour", "category"], "amount", SHAPE, reduction=reduction, dtype="float", **tensors
         ).alias(name)
         for name, reduction in REDUCTIONS.items()
     ]
     _write(events.groupBy("user_id").agg(*aggs), out)
 
 
-def scatterkit_job(events: DataFrame, source: Path, out: Path) -> None:
+def scatterkit_groupby_binary(events: DataFrame, source: Path, out: Path) -> None:
+    """(e') (e) writing the binary layout."""
+    scatterkit_groupby(events, source, out, "binary")
+
+
+def _constant(value: pa.Scalar, *columns: pa.Array) -> pa.Scalar:
+    """(e0)'s function: the same value for every group, whatever its events."""
+    return value
+
+
+def groupby_floor(events: DataFrame, source: Path, out: Path) -> None:
+    """(e0) Spark's floor for (e'): the same groupBy().agg() with three grouped-aggregate
+    Arrow UDFs over the same columns, each returning a constant of (e')'s result type (a
+    zero [24, 16] float tensor, binary layout), so that the two differ only in what the
+    Python function does per call."""
+    import functools
+    import warnings
+
+    from pyspark.sql.pandas.functions import ArrowUDFType, arrow_udf
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    from scatterkit.spark.aggregation.api import result_type
+
+    kind = result_type("float", "binary")
+    zero = {"data": bytes(4 * CELLS), "shape": SHAPE, "dtype": "float32", "error": None,
+            "events": 0, "dropped": 0}  # fmt: skip
+    value = pa.scalar(zero, type=to_arrow_type(kind))
+    make: Any = arrow_udf  # its overloads know grouped aggregates by type hints only
+    inputs = [F.col("hour"), F.col("category"), F.col("amount").cast("float")]
+    with warnings.catch_warnings():  # PySpark prefers type hints; a partial has none
+        warnings.simplefilter("ignore", UserWarning)
+        udafs = [
+            make(functools.partial(_constant, value), kind, ArrowUDFType.GROUPED_AGG)
+            for _ in OUTPUTS
+        ]
+    aggs = [udaf(*inputs).alias(name) for udaf, name in zip(udafs, OUTPUTS)]
+    _write(events.groupBy("user_id").agg(*aggs), out)
+
+
+def scatterkit_job(events: DataFrame, source: Path, out: Path, layout: str = "arrays") -> None:
     """(f) scatterkit's job with an aggregation step, on the Arrow engine: the tasks read the
     events and write the tensors with pyarrow; Spark shuffles the packed events."""
     aggregates = {
@@ -296,7 +365,55 @@ def scatterkit_job(events: DataFrame, source: Path, out: Path) -> None:
         for name, reduction in REDUCTIONS.items()
     }  # fmt: skip
     spec = JobSpec.from_dict({"aggregate": {"by": ["user_id"], "aggregates": aggregates}})
+    if layout != "arrays":
+        spec = spec.with_layout(layout)
     run_job(events.sparkSession, spec, str(source), str(out), progress=False, engine="arrow")
+
+
+def scatterkit_job_binary(events: DataFrame, source: Path, out: Path) -> None:
+    """(f') (f) writing the binary layout."""
+    scatterkit_job(events, source, out, "binary")
+
+
+def _binary_tensors(flat: np.ndarray, rows: int) -> pa.StructArray:
+    """`rows` [24, 16] float tensors, C-order in `flat`, as a binary-layout column (the
+    bytes are `flat`'s own buffer)."""
+    size = 4 * CELLS
+    offsets = pa.py_buffer(np.arange(rows + 1, dtype=np.int32) * size)
+    data = pa.Array.from_buffers(pa.binary(), rows, [None, offsets, pa.py_buffer(flat)])
+    shapes = pa.ListArray.from_arrays(
+        pa.array(np.arange(rows + 1, dtype=np.int32) * 2),
+        pa.array(np.tile(np.array(SHAPE, np.int32), rows)),
+    )
+    dtypes = pa.DictionaryArray.from_arrays(
+        pa.array(np.zeros(rows, np.int32)), pa.array(["float32"])
+    ).cast(pa.string())
+    return pa.StructArray.from_arrays([data, shapes, dtypes], names=["data", "shape", "dtype"])
+
+
+def single_process(events: DataFrame, source: Path, out: Path) -> None:
+    """(g) no Spark: pyarrow reads the events, pandas numbers the entities, one scatterkit
+    call per tensor folds all entities' events (ScatterElementsUpdate-12 over the flat
+    [entities * 384] table; exact sum and mean), pyarrow writes one file (binary layout)."""
+    table = pq.read_table(str(source), columns=["user_id", "hour", "category", "amount"])
+    codes, ids = pd.factorize(table.column("user_id").to_numpy(), sort=True)
+    cell = table.column("hour").to_numpy() * CATEGORIES + table.column("category").to_numpy()
+    target = codes.astype(np.int64) * CELLS + cell
+    amount = table.column("amount").to_numpy()
+    del table
+    rows = len(ids)
+    folds = {
+        "spend_sum": {"reduction": "sum", "exact": True},
+        "spend_max": {"reduction": "max", "use_init_val": False},
+        "spend_mean": {"reduction": "mean", "use_init_val": False, "exact": True},
+    }
+    columns = {"user_id": pa.array(ids, pa.int64())}
+    for name, how in folds.items():
+        flat = np.zeros(rows * CELLS, np.float32)
+        sk.scatter_elements_update(flat, target, amount, 0, out=flat, **how)  # type: ignore[arg-type]
+        columns[name] = _binary_tensors(flat, rows)
+    out.mkdir(parents=True)
+    pq.write_table(pa.table(columns), out / "part-00000.parquet")
 
 
 @dataclass(frozen=True)
@@ -306,6 +423,7 @@ class Contender:
     run: Callable[[DataFrame, Path, Path], None]  # (events, their directory, output)
     scatterkit: bool
     default: bool = True  # run unless --only names the contenders
+    floor: bool = False  # a floor: no tensors to check
 
 
 CONTENDERS = [
@@ -317,12 +435,48 @@ CONTENDERS = [
     Contender("aggregate", "(d) skf.aggregate", scatterkit_aggregate, True),
     Contender("groupby", "(e) groupBy().agg(skf.scatter_nd_agg)", scatterkit_groupby, True),
     Contender("job", "(f) scatterkit job, aggregation step (arrow engine)", scatterkit_job, True),
+    # The binary layout (#49):
+    Contender(
+        "columns-binary",
+        "(b') collect_list + scatterkit columns, binary",
+        scatterkit_columns_binary,
+        True,
+        False,
+    ),
+    Contender("aggregate-binary", "(d') skf.aggregate, binary", scatterkit_aggregate_binary, True),
+    Contender(
+        "groupby-binary",
+        "(e') groupBy().agg(skf.scatter_nd_agg), binary",
+        scatterkit_groupby_binary,
+        True,
+    ),
+    Contender(
+        "groupby-floor",
+        "(e0) groupBy().agg, constant grouped-agg Arrow UDFs (Spark's floor)",
+        groupby_floor,
+        False,
+        floor=True,
+    ),
+    Contender(
+        "job-binary",
+        "(f') scatterkit job, aggregation step (arrow engine), binary",
+        scatterkit_job_binary,
+        True,
+    ),
+    Contender("script", "(g) one process: pyarrow + scatterkit, no Spark", single_process, True),
 ]
-NEEDS_AGGREGATE = ("aggregate", "groupby", "job")
+NEEDS_AGGREGATE = ("aggregate", "groupby", "job", "aggregate-binary", "groupby-binary",
+                   "job-binary")  # fmt: skip
+NEEDS_BINARY = ("columns-binary", "aggregate-binary", "groupby-binary", "groupby-floor",
+                "job-binary", "script")  # fmt: skip
 
 
 def has_aggregate() -> bool:
     return hasattr(skf, "aggregate") and hasattr(skf, "scatter_nd_agg")
+
+
+def has_binary() -> bool:
+    return hasattr(skf, "to_binary")
 
 
 # --- shuffle bytes, from the monitoring REST API ------------------------------------
@@ -359,12 +513,33 @@ class StageMeter:
 # --- the results ---------------------------------------------------------------------
 
 
+def _binary_values(array: pa.StructArray, column: str) -> np.ndarray:
+    """A binary-layout tensor column (``struct<data, shape, dtype>``) as a [rows, 384] array."""
+    dtypes = pc.unique(pc.struct_field(array, "dtype")).to_pylist()
+    if len(dtypes) > 1 or None in dtypes:
+        raise ValueError(f"{column}: dtypes {dtypes}")
+    dtype = np.dtype(dtypes[0] if dtypes else "float32")
+    data = pc.struct_field(array, "data")
+    if data.null_count:
+        raise ValueError(f"{column}: {data.null_count} null byte string(s)")
+    wide = pa.types.is_large_binary(data.type)
+    offsets = np.frombuffer(data.buffers()[1], np.int64 if wide else np.int32)
+    offsets = offsets[data.offset : data.offset + len(data) + 1]
+    lengths = np.diff(offsets)
+    if len(lengths) and not (lengths == CELLS * dtype.itemsize).all():
+        raise ValueError(f"{column}: tensors of {sorted(set(lengths.tolist()))} bytes")
+    raw = np.frombuffer(data.buffers()[2], np.uint8)[offsets[0] : offsets[-1]]
+    return raw.view(dtype).reshape(-1, CELLS)
+
+
 def _values(table: pa.Table, column: str) -> np.ndarray:
-    """A tensor column (struct with values, or a plain list) as a [rows, 384] array."""
+    """A tensor column (struct with values or data, or a plain list) as a [rows, 384] array."""
     array = table.column(column).combine_chunks()
     if pa.types.is_struct(array.type):
         if array.null_count:
             raise ValueError(f"{column}: {array.null_count} null tensor(s)")
+        if array.type.get_field_index("data") >= 0:
+            return _binary_values(array, column)
         array = pc.struct_field(array, "values")
     if array.null_count:
         raise ValueError(f"{column}: {array.null_count} null value array(s)")
@@ -566,7 +741,7 @@ def _ratio(seconds: float, fastest: float) -> str:
 
 def table(outcomes: list[Outcome]) -> list[str]:
     measured = [o for o in outcomes if o.seconds]
-    baselines = [o.median for o in measured if not o.contender.scatterkit]
+    baselines = [o.median for o in measured if not (o.contender.scatterkit or o.contender.floor)]
     fastest = min(baselines) if baselines else float("nan")
     yes = {True: "yes", False: "**no**"}
     lines = [
@@ -579,6 +754,8 @@ def table(outcomes: list[Outcome]) -> list[str]:
             lines.append(f"| {o.contender.name} | failed: {o.error} | | | | | | |")
             continue
         stable = " / ".join(yes[o.stable[n]] for n in OUTPUTS) if o.stable else "not run"
+        if o.contender.floor:
+            stable, o.check = "(a floor: no tensors)", ""
         rounded = f"{o.rounded['spend_sum']} / {o.rounded['spend_mean']}" if o.rounded else ""
         if not o.seconds:  # --repeat 0: the warm-up run and the checks only
             lines.append(f"| {o.contender.name} | | | | {stable} | {o.check} | {rounded} | |")
@@ -591,12 +768,67 @@ def table(outcomes: list[Outcome]) -> list[str]:
     return lines
 
 
+def _medians(outcomes: list[Outcome]) -> dict[str, float]:
+    return {o.contender.key: o.median for o in outcomes if o.seconds and not o.error}
+
+
+def per_group(outcomes: list[Outcome], groups: int) -> list[str]:
+    """#49 item 3: each grouped aggregate's time per group over Spark's floor (e0)."""
+    t = _medians(outcomes)
+    rows = [k for k in ("groupby", "groupby-binary", "groupby-floor") if k in t]
+    if "groupby-floor" not in t or len(rows) < 2:
+        return []
+    floor = t["groupby-floor"]
+    names = {o.contender.key: o.contender.name for o in outcomes}
+    lines = [
+        "| grouped aggregate (3 per group) | seconds | us per group | vs (e0), the floor "
+        "| us per call over the floor's | vs (b) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for key in rows:
+        extra = (t[key] - floor) / (groups * len(OUTPUTS)) * 1e6
+        versus = f"{t[key] / t['columns']:.2f}x" if "columns" in t else ""
+        lines.append(
+            f"| {names[key]} | {t[key]:.1f} | {t[key] / groups * 1e6:,.0f} | "
+            f"{t[key] / floor:.2f}x | {extra:,.0f} | {versus} |"
+        )
+    return lines
+
+
+TARGETS = [  # (#49 item, numerator, denominator, at most, what)
+    ("3", "groupby", "columns", 1.0, "(e) over (b): groupBy().agg no slower than (b)"),
+    ("3", "groupby-binary", "columns", 1.0, "(e') over (b)"),
+    ("3", "groupby", "groupby-floor", 3.0, "(e) over (e0): per group at most 3x the floor"),
+    ("3", "groupby-binary", "groupby-floor", 3.0, "(e') over (e0)"),
+    ("4", "aggregate-binary", "job-binary", 1.5, "(d') over (f'): skf.aggregate within 1.5x"),
+    ("4", "aggregate-binary", "job", 1.5, "(d') over (f), the job's default layout"),
+    ("4", "job", "script", 1.5, "(f) over (g): the job within 1.5x of one process"),
+    ("4", "job-binary", "script", 1.5, "(f') over (g)"),
+]
+
+
+def targets(outcomes: list[Outcome]) -> list[str]:
+    """#49's targets that this run measured: the ratio of two medians, and whether it is
+    within the target."""
+    t = _medians(outcomes)
+    lines = ["| #49 | ratio | measured | target | met |", "| --- | --- | ---: | ---: | --- |"]
+    for item, top, bottom, most, what in TARGETS:
+        if top in t and bottom in t:
+            ratio = t[top] / t[bottom]
+            met = "yes" if ratio <= most else "**no**"
+            lines.append(f"| {item} | {what} | {ratio:.2f}x | {most:.1f}x | {met} |")
+    return lines if len(lines) > 2 else []
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=20_000_000)
     parser.add_argument("--entities", type=int, default=200_000)
     parser.add_argument("--files", type=int, default=4, help="Parquet files of events")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--warm-up", type=int, default=1, help="untimed rounds first (0: every round timed)"
+    )
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--driver-memory", default="8g")
     parser.add_argument("--seed", type=int, default=0)
@@ -629,6 +861,9 @@ def main() -> int:
         if c.key in NEEDS_AGGREGATE and not has_aggregate():
             skipped.append(c.name)  # the installed scatterkit predates skf.aggregate
             continue
+        if c.key in NEEDS_BINARY and not has_binary():
+            skipped.append(c.name)  # the installed scatterkit predates the binary layout
+            continue
         contenders.append(c)
     partitions = [int(p) for p in args.partitions.split(",") if p]
 
@@ -641,11 +876,15 @@ def main() -> int:
     header = machine()
     counts = cell_counts(events_path, args.entities)
     loads = [_load()]
+    starting = time.perf_counter()
     spark = build_session(
         master=args.master,
         conf={"spark.driver.memory": args.driver_memory, "spark.ui.enabled": "true"},
         app_name="scatterkit-bench-events",
     )
+    spark.range(1).collect()  # the first job starts the executors' side
+    spark_start = time.perf_counter() - starting
+    print(f"Spark started in {spark_start:.1f} s", flush=True)
     shuffle_conf = (
         f"{spark.conf.get('spark.sql.shuffle.partitions')} "
         f"(adaptive execution: {spark.conf.get('spark.sql.adaptive.enabled')})"
@@ -657,18 +896,18 @@ def main() -> int:
 
     def publish(stage: str) -> None:
         """The report as it stands (rewritten after every round and stability check)."""
-        lines = report(args, shuffle_conf, header, counts, loads, partitions, outcomes)
+        lines = report(args, shuffle_conf, header, counts, loads, partitions, outcomes, spark_start)
         if stage:
             lines.insert(2, f"*Incomplete: {stage}.*\n")
         if skipped:
             lines.append(
                 f"- not run: {', '.join(skipped)}: the installed scatterkit has no "
-                "`scatterkit.spark.functions.aggregate` yet."
+                "`scatterkit.spark.functions.aggregate` or binary layout yet."
             )
         Path(args.out).write_text("\n".join([*lines, ""]))
 
-    # Interleaved: round 0 warms up every contender, rounds 1..repeat are measured.
-    for attempt in range(args.repeat + 1):
+    # Interleaved: the first warm_up rounds warm every contender up, the rest are measured.
+    for attempt in range(args.warm_up + args.repeat):
         for outcome in outcomes:
             if outcome.error:
                 continue
@@ -681,11 +920,11 @@ def main() -> int:
             if got is None:
                 continue
             last[key] = out
-            if attempt:
+            if attempt >= args.warm_up:
                 outcome.seconds.append(got[0])
                 outcome.shuffle.append(got[1])
-        if attempt:
-            publish(f"{attempt} of {args.repeat} timed rounds done")
+        if attempt >= args.warm_up:
+            publish(f"{attempt + 1 - args.warm_up} of {args.repeat} timed rounds done")
     loads.append(_load())
 
     rng = np.random.default_rng(args.seed + 1)
@@ -697,7 +936,8 @@ def main() -> int:
     }
     for outcome in outcomes:
         key = outcome.contender.key
-        if key not in last:
+        if key not in last or outcome.contender.floor:
+            shutil.rmtree(last.get(key, outputs / "none"), ignore_errors=True)
             continue
         outcome.check, outcome.rounded = reference.check(last[key])
         print(f"{key}: check {outcome.check}, rounded once {outcome.rounded}", flush=True)
@@ -729,22 +969,24 @@ def report(
     loads: list[str],
     partitions: list[int],
     outcomes: list[Outcome],
+    spark_start: float,
 ) -> list[str]:
     cells = args.entities * CELLS
     after = f", {loads[1]} after them" if len(loads) > 1 else ""
+    groups, goals = per_group(outcomes, args.entities), targets(outcomes)
     return [
         "## Event tables to tensors (#31)",
         "",
         f"`python bench/spark/bench_events.py --events {args.events} --entities "
-        f"{args.entities} --repeat {args.repeat} --master {args.master}"
+        f"{args.entities} --repeat {args.repeat} --warm-up {args.warm_up} --master {args.master}"
         f"{f' --only {args.only}' if args.only else ''}`: "
         f"{args.events:,} events (`user_id` bigint of {args.entities:,} entities, uniform; "
         "`hour` int 0..23, `category` int 0..15, uniform; `amount` float, log-normal(3, 1)) "
         f"in {args.files} Parquet files (snappy). Per entity, the sum, max and mean of "
         "`amount` per (hour, category) cell as three [24, 16] float tensors (0 where the "
         f"entity has no event: {cells:,} cells per tensor), written as Parquet (snappy). "
-        f"Median of {args.repeat} run(s) after a warm-up, contenders interleaved (round "
-        "robin; `--repeat 0`: the warm-up and the checks only). Shuffle MB: "
+        f"Median of {args.repeat} run(s) after {args.warm_up} warm-up round(s), contenders "
+        "interleaved (round robin; `--repeat 0`: the warm-up and the checks only). Shuffle MB: "
         "`shuffleWriteBytes` of the run's stages (monitoring REST API). "
         f"Driver memory {args.driver_memory}, spark.sql.shuffle.partitions "
         f"{shuffle_conf}, Arrow batches of "
@@ -756,9 +998,13 @@ def report(
         "have a float sum that depends on the order of its events",
         f"- load average: {loads[0]} before the timed runs{after} "
         "(a shared machine: other jobs ran at the same time)",
+        f"- Spark's start: {spark_start:.1f} s (`build_session` and a first job; in no "
+        "contender's time)",
         "",
         *table(outcomes),
         "",
+        *([*groups, ""] if groups else []),
+        *([*goals, ""] if goals else []),
         "- *vs fastest baseline*: the contender's median over the fastest non-scatterkit "
         "contender's ((a) or (c)).",
         "- *bits stable*: the same bits in three runs: on the events as written, and on the "
@@ -771,6 +1017,11 @@ def report(
         "that value bit for bit.",
         "- (b) builds the mean with ScatterElementsUpdate-12 on the flat 384 table (its "
         "tensors are [384]); (a) and (c) write plain `array<float>` columns.",
+        "- *us per group*: the median over the entities; *us per call over the floor's*: "
+        "the median less (e0)'s, over the entities times the 3 aggregates (what one call of "
+        "scatter_nd_agg's function costs beyond a call that returns a constant).",
+        "- (g) runs in this driver process, Spark idle; compare it with the job's time plus "
+        "Spark's start for two whole processes.",
     ]
 
 
