@@ -214,6 +214,7 @@ def _run(args: argparse.Namespace) -> int:
 def _run_on(spark: Any, spec: Any, args: argparse.Namespace) -> int:
     from pyspark.errors import AnalysisException, PySparkException
 
+    from .jobs.failures import analysis_message, explain, spark_message
     from .jobs.run import JobFailed, run_job
     from .sessions.session import where_it_runs
     from .specs.job_spec import SpecError
@@ -240,16 +241,18 @@ def _run_on(spark: Any, spec: Any, args: argparse.Namespace) -> int:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return ExitCode.USAGE
     except AnalysisException as exc:  # a missing input, an existing output, ...
-        message = _analysis_message(exc, args.input)
+        message = analysis_message(exc, args.input)
         print(f"{PROG}: {message}", file=sys.stderr)
         return ExitCode.OUTPUT_EXISTS if "PATH_ALREADY_EXISTS" in message else ExitCode.USAGE
     except JobFailed as exc:
         print(f"{PROG}: job failed: {exc}", file=sys.stderr)
         return ExitCode.FAILED
-    except Exception as exc:  # an input that is not Parquet, a lost executor, ...
-        if not (isinstance(exc, PySparkException) or _is_java_error(exc)):
+    except Exception as exc:  # an input that is not Parquet, a lost JVM or server, ...
+        cause = explain(exc, spark, args.input)  # as run_job's JobFailed says it
+        if cause is None and not (isinstance(exc, PySparkException) or _is_java_error(exc)):
             raise
-        print(f"{PROG}: Spark failed: {_java_message(exc)}", file=sys.stderr)
+        message = cause.message if cause is not None else spark_message(exc)
+        print(f"{PROG}: Spark failed: {message}", file=sys.stderr)
         return ExitCode.FAILED
     print("summary:")
     for line in summary.lines():
@@ -293,6 +296,7 @@ def _outline(spec: Any) -> str:
 
 def _start_spark(args: argparse.Namespace) -> Any:
     """The job's SparkSession, or None after saying on one line why Spark did not start."""
+    from .jobs.failures import spark_message
     from .sessions.session import build_session
 
     try:
@@ -307,7 +311,7 @@ def _start_spark(args: argparse.Namespace) -> Any:
     except (FileNotFoundError, ValueError) as exc:  # --archive, or options that do not mix
         print(f"{PROG}: {exc}", file=sys.stderr)
     except Exception as exc:  # the JVM did not start, or the master is unreachable
-        message = _java_message(exc)
+        message = spark_message(exc)
         if "stopped SparkContext" in message:  # Spark gave up; its log says why
             message += (
                 f" (is the master {args.master or 'of spark-submit'} reachable? "
@@ -317,38 +321,8 @@ def _start_spark(args: argparse.Namespace) -> Any:
     return None
 
 
-def _analysis_message(exc: Exception, input_path: str) -> str:
-    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
-    if "UNABLE_TO_INFER_SCHEMA" in first:  # Spark's words for "no Parquet files there"
-        return f"input {input_path!r} holds no Parquet files ({first})"
-    return first
-
-
 def _is_java_error(exc: Exception) -> bool:
     return type(exc).__name__ == "Py4JJavaError"  # a classic session's, without importing py4j
-
-
-def _java_message(exc: Exception) -> str:
-    """The Java exception's own first line, not py4j's "An error occurred while calling".
-
-    The first message in the cause chain that carries a Spark error class ("[FAILED_READ_FILE
-    ...]") wins: Spark 4.1 wraps it in "Job aborted due to stage failure" and "Exception
-    thrown in awaitResult", which say nothing about the cause.
-    """
-    messages: list[str] = []
-    try:
-        cause = exc.java_exception  # type: ignore[attr-defined]
-        while cause is not None and len(messages) < 10:
-            messages.append(cause.getMessage() or "")
-            cause = cause.getCause()
-    except Exception:  # not a Java exception, or the JVM is gone
-        pass
-    if not messages and hasattr(exc, "getMessage"):  # a Spark Connect client's exception
-        messages.append(str(exc.getMessage() or ""))
-    classified = [m for m in messages if m.startswith("[")]
-    message = classified[0] if classified else (messages[0] if messages else "")
-    lines = [line.strip() for line in (message or str(exc)).splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__
 
 
 def main(argv: Sequence[str] | None = None) -> int:

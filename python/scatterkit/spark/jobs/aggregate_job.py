@@ -22,13 +22,11 @@ from __future__ import annotations
 
 import functools
 import itertools
-import posixpath
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import types as T
 
@@ -44,7 +42,10 @@ from ..aggregation.wire import AggPlan, packed_schema
 from ..runtime.piece_task import (
     RESULT_SCHEMA,
     BatchLimits,
+    agreeing_file,
     check_file_types,
+    file_name,
+    open_parquet,
     read_piece,
     result_row,
     task_file,
@@ -75,11 +76,13 @@ class EventReader:
         """Piece `number`'s events under the plan's names, values cast to their types.
 
         Raises `InputTypeError` for a file holding a column in a wider type than Spark
-        reads it as."""
+        reads it as, `InputFileError` for one that cannot be read (both name the file)."""
         piece = self.pieces[number]
-        with self.source.filesystem().open_input_file(piece.path) as handle:
-            parquet = pq.ParquetFile(handle)
-            check_file_types(parquet.schema_arrow, self.types, posixpath.basename(piece.path))
+        fs, root = self.source.filesystem(), self.source.path
+        handle, parquet = open_parquet(fs, piece.path)
+        with handle:
+            others = agreeing_file(fs, root, (p.path for p in self.pieces), piece.path)
+            check_file_types(parquet.schema_arrow, self.types, file_name(root, piece.path), others)
             for batch in read_piece(parquet, piece, self.types.names, False, self.limits):
                 columns = [batch.column(c).cast(t, safe=False) for c, _, t in self.renamed]
                 yield pa.RecordBatch.from_arrays(columns, names=[n for _, n, _ in self.renamed])

@@ -20,7 +20,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from ..aggregation.api import aggregate_step, aggregated_elements
 from ..core.connect import is_connect
 from ..core.element_types import DATA, VALUES, layout_of, numpy_dtype
-from ..core.errors import EngineUnavailable, JobFailed, row_error_message
+from ..core.errors import EngineUnavailable, JobFailed, message_cause
 from ..core.options import ENGINES, ON_ERROR
 from ..runtime.stats import TaskStats, observed_fold_us
 from ..runtime.steps import BatchPlan
@@ -30,6 +30,7 @@ from .aggregate_job import run_aggregate_job
 from .cluster import on_cluster
 from .engine_arrow import ArrowPaths, resolve_paths, run_arrow_job
 from .engine_spark import run_spark_job, steps_frame
+from .failures import job_failed
 from .plan import binary_elements, is_binary_tensor, plan_job
 from .progress import Progress
 from .summary import JobSummary
@@ -198,11 +199,12 @@ def run_job(
     directories); ``"auto"`` (default), arrow where it can serve the paths. `spark` may
     be a classic or a Spark Connect session.
 
-    Raises `JobFailed` naming the row and the reason when a row fails under
-    ``on_error="fail"``, or naming the file when the arrow engine finds a file holding
-    a column in a wider type than the job's (nothing is committed then; Spark's reader
-    refuses such a file with its own error). Returns the summary, whose row counts come
-    from the input and the written output.
+    Raises `JobFailed` naming the cause (`JobFailed.cause`; nothing is committed then):
+    a row that fails under ``on_error="fail"``, with the reason; an input file that
+    cannot be read (truncated, corrupt), or files holding a column in types the job
+    cannot read alike, named; an executor or a Python worker out of memory, or no space
+    left, with what to do; a Spark Connect server that went away (`failures.explain`).
+    Returns the summary, whose row counts come from the input and the written output.
     """
     if mode not in ("errorifexists", "overwrite"):
         raise ValueError(f"mode must be 'errorifexists' or 'overwrite', got {mode!r}")
@@ -217,12 +219,12 @@ def run_job(
                 spark, events, spec, input_path, output_path, on_error, overwrite, engine
             )
     except Exception as exc:
-        message = row_error_message(exc)
-        if message is None:
+        failed = job_failed(exc, spark, input_path)
+        if failed is None:
             raise
-        raise JobFailed(message) from None
+        raise failed from None
     if found.failure is not None:
-        raise JobFailed(found.failure)
+        raise JobFailed(found.failure, message_cause(found.failure))
     seconds = time.perf_counter() - started
     written = spark.read.parquet(output_path)
     errors: dict[str, int] = {}

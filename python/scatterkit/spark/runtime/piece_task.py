@@ -11,19 +11,26 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from ..core.errors import InputTypeError
+from ..core.errors import (
+    EngineUnavailable,
+    InputFileError,
+    InputTypeError,
+    input_file_message,
+    input_types_message,
+)
 from .faults import pause_point
 from .stats import ARROW_FIELDS as STATS_FIELDS
 from .stats import TaskStats
 from .steps import FILE_COLUMN, ROW_COLUMN, BatchPlan, run_batches
-from .storage import Location, Piece
+from .storage import Location, Piece, input_files
 
 _ROWS_KEY = "spark.sql.execution.arrow.maxRecordsPerBatch"
 _BYTES_KEY = "spark.sql.execution.arrow.maxBytesPerBatch"
@@ -101,8 +108,17 @@ def _integer_range(t: pa.DataType) -> tuple[int, int]:
     return 0, 2**t.bit_width - 1
 
 
-def check_file_types(file_schema: pa.Schema, types: pa.Schema, name: str) -> None:
-    """Raises `InputTypeError` if a file's column would lose values as `types`' type.
+# Finds another input file for a message: (column, its type in this file, the job's type)
+# to (the file's name, its type), or None.
+OtherFile = Callable[[str, pa.DataType, pa.DataType], "tuple[str, pa.DataType] | None"]
+_OTHER_FILES = 100  # footers read at most to name another file in a message
+
+
+def check_file_types(
+    file_schema: pa.Schema, types: pa.Schema, name: str, other: OtherFile | None = None
+) -> None:
+    """Raises `InputTypeError` if a file's column would lose values as `types`' type,
+    naming the file `other` finds holding it in a type the job reads (`agreeing_file`).
 
     Spark takes a job's schema from one file; another file may hold a column in a
     narrower type (Spark widens it as it reads, as does `_as_spark_reads`) or in a wider
@@ -110,12 +126,108 @@ def check_file_types(file_schema: pa.Schema, types: pa.Schema, name: str) -> Non
     """
     for field in types:
         at = file_schema.get_field_index(field.name)
-        if at >= 0 and not _widens(file_schema.field(at).type, field.type):
-            raise InputTypeError(
-                f"file {name!r} holds column {field.name!r} as {file_schema.field(at).type}, "
-                f"which the job reads as {field.type} (the type Spark took from another "
-                f"file) only by losing values; write every file with one type"
-            )
+        found = file_schema.field(at).type if at >= 0 else None
+        if found is not None and not _widens(found, field.type):
+            agreeing = other(field.name, found, field.type) if other is not None else None
+            message = input_types_message(name, field.name, found, agreeing, field.type)
+            raise InputTypeError(message)
+
+
+def file_name(root: str, path: str) -> str:
+    """How a message names an input file: its path under the input directory `root`."""
+    name = posixpath.relpath(path, root)
+    return posixpath.basename(path) if name == "." else name
+
+
+def _file_schema(fs: pafs.FileSystem, path: str) -> pa.Schema | None:
+    """The Arrow schema of the file at `path` (None if its footer cannot be read)."""
+    try:
+        with fs.open_input_file(path) as handle:
+            return pq.ParquetFile(handle).schema_arrow
+    except (pa.ArrowException, OSError):
+        return None
+
+
+def _column_type(schema: pa.Schema | None, column: str) -> pa.DataType | None:
+    at = schema.get_field_index(column) if schema is not None else -1
+    return schema.field(at).type if schema is not None and at >= 0 else None
+
+
+def _same_type(a: pa.DataType, b: pa.DataType) -> bool:
+    return _widens(a, b) and _widens(b, a)  # a list's field name aside
+
+
+def agreeing_file(fs: pafs.FileSystem, root: str, paths: Iterable[str], own: str) -> OtherFile:
+    """`check_file_types`' `other`: the first of `paths` (but `own`) holding the column in
+    a type the job reads and other than `own`'s."""
+    paths = tuple(paths)
+
+    def find(column: str, found: pa.DataType, wanted: pa.DataType) -> tuple[str, Any] | None:
+        others = [p for p in dict.fromkeys(paths) if p != own][:_OTHER_FILES]
+        for path in others:
+            kind = _column_type(_file_schema(fs, path), column)
+            if kind is not None and _widens(kind, wanted) and not _same_type(kind, found):
+                return file_name(root, path), kind
+        return None
+
+    return find
+
+
+def disagreeing_files(
+    source: Location, path: str | None, column: str | None
+) -> tuple[str, str, str, str, str] | None:
+    """Two input files holding a column in different types, as (column, file, its type,
+    other file, its type), for a message (runs on the cluster): the file at `path` (where
+    Spark named one) and another, else the first two that differ; on `column`, else on
+    the first column that differs. None if none is found, or pyarrow cannot list the input."""
+    fs = source.filesystem()
+    try:
+        files = input_files(fs, source.path)[:_OTHER_FILES]
+    except (EngineUnavailable, FileNotFoundError, pa.ArrowException, OSError):
+        return None
+    first = path if path is not None else next(iter(files), None)
+    schema = _file_schema(fs, first) if first is not None else None
+    if first is None or schema is None:
+        return None
+    columns = [column] if column is not None else schema.names
+    for other in (f for f in files if f != first):
+        theirs = _file_schema(fs, other)
+        for name in columns:
+            a, b = _column_type(schema, name), _column_type(theirs, name)
+            if a is not None and b is not None and not _same_type(a, b):
+                names = file_name(source.path, first), file_name(source.path, other)
+                return name, names[0], str(a), names[1], str(b)
+    return None
+
+
+# pyarrow raises ArrowInvalid or OSError for a file's bytes, OSError for its file system;
+# ArrowMemoryError is an ArrowException too, but no fault of the file's.
+_READING_ERRORS = (pa.ArrowException, OSError)
+
+
+def unreadable(path: str, exc: BaseException) -> InputFileError:
+    """`exc`, raised reading the input file at `path`, as an `InputFileError` naming it.
+    pyarrow says what is wrong with a file's bytes without an errno; the file system's
+    errors (a missing file, a permission) carry one. Running out of memory is no fault of
+    the file's: a MemoryError is raised again as it is."""
+    if isinstance(exc, MemoryError):
+        raise exc
+    detail = " ".join(str(exc).split()) or type(exc).__name__
+    by_system = isinstance(exc, OSError) and exc.errno is not None
+    return InputFileError(input_file_message(path, detail, corrupt=not by_system))
+
+
+def open_parquet(fs: pafs.FileSystem, path: str) -> tuple[Any, pq.ParquetFile]:
+    """The input file at `path` open (close the handle), or `InputFileError` naming it."""
+    try:
+        handle = fs.open_input_file(path)
+    except _READING_ERRORS as exc:
+        raise unreadable(path, exc) from exc
+    try:
+        return handle, pq.ParquetFile(handle)
+    except _READING_ERRORS as exc:
+        handle.close()
+        raise unreadable(path, exc) from exc
 
 
 def _as_spark_reads(batch: pa.RecordBatch, types: pa.Schema) -> pa.RecordBatch:
@@ -139,6 +251,8 @@ def read_piece(
     locate_rows: bool,
     limits: BatchLimits,
 ) -> Iterator[pa.RecordBatch]:
+    """The piece's batches of `columns` (with each row's file and index if `locate_rows`);
+    `InputFileError` naming the file where its bytes cannot be read."""
     metadata = parquet.metadata
     stop = metadata.num_row_groups if piece.stop_group is None else piece.stop_group
     groups = range(piece.first_group, stop)
@@ -146,9 +260,16 @@ def read_piece(
         return
     row = sum(metadata.row_group(g).num_rows for g in range(piece.first_group))
     name = posixpath.basename(piece.path)
-    for batch in parquet.iter_batches(
+    batches = parquet.iter_batches(
         batch_size=_batch_rows(metadata, groups, limits), row_groups=list(groups), columns=columns
-    ):
+    )
+    while True:
+        try:  # a corrupt page shows only now, as the batch holding it is read
+            batch = next(batches, None)
+        except _READING_ERRORS as exc:
+            raise unreadable(piece.path, exc) from exc
+        if batch is None:
+            return
         if locate_rows:  # what Spark's _metadata.file_name / row_index give the other engine
             n = batch.num_rows
             batch = batch.append_column(FILE_COLUMN, pa.array([name] * n, pa.string()))
@@ -184,17 +305,24 @@ def task_file(attempts: str, number: int) -> str:
 def run_piece(task: PieceTask, number: int) -> tuple[str, int, TaskStats]:
     """One piece into one Parquet file of this attempt: (file or "", rows, stats).
 
-    A row failing under ``on_error="fail"``, or a file holding a column in a wider type than
-    the job's, is reported in the stats, and the file is left for the cleanup.
+    A row failing under ``on_error="fail"``, a file holding a column in a wider type than
+    the job's, or one that cannot be read (truncated, corrupt) is reported in the stats (no
+    retry reads a file better), and the file is left for the cleanup.
     """
     piece = task.pieces[number]
     stats = TaskStats()
     path = task_file(task.attempts, number)
-    with task.source.filesystem().open_input_file(piece.path) as handle:
-        parquet = pq.ParquetFile(handle)
+    fs, root = task.source.filesystem(), task.source.path
+    try:
+        handle, parquet = open_parquet(fs, piece.path)
+    except InputFileError as exc:
+        stats.failure = str(exc)
+        return "", 0, stats
+    with handle:
         try:
+            others = agreeing_file(fs, root, (p.path for p in task.pieces), piece.path)
             check_file_types(
-                parquet.schema_arrow, task.tensor_types, posixpath.basename(piece.path)
+                parquet.schema_arrow, task.tensor_types, file_name(root, piece.path), others
             )
         except InputTypeError as exc:
             stats.failure = str(exc)
@@ -205,9 +333,13 @@ def run_piece(task: PieceTask, number: int) -> tuple[str, int, TaskStats]:
                 parquet, piece, list(task.columns), task.plan.locate_rows, task.limits
             )
         )
-        written, rows = write_task_file(
-            path, task.target.filesystem(), run_batches(task.plan, batches, stats)
-        )
+        try:
+            written, rows = write_task_file(
+                path, task.target.filesystem(), run_batches(task.plan, batches, stats)
+            )
+        except InputFileError as exc:
+            stats.failure = str(exc)
+            return "", 0, stats
     return written, rows, stats
 
 
