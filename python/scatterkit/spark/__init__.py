@@ -9,7 +9,7 @@ uses the SparkContext, RDDs or the JVM except the classic session's own set-up a
 progress display.
 
 The package is in layers; a module imports only from its own layer and those below it
-(``[tool.importlinter]`` in pyproject.toml, checked by tests/python/test_layers.py):
+(`.importlinter` at the repository root, checked by tests/python/test_layers.py):
 
 - entry points: `cli` (``scatterkit-spark``), `demo` and `demo_data`, `functions` (the
   column functions, imported as ``skf``), `reader` (`read_tensors`: tensor columns of
@@ -17,15 +17,18 @@ The package is in layers; a module imports only from its own layer and those bel
 - `sessions`: `session` (classic or Connect), `pack` (the executors' environment),
   `artifacts` (the library shipped to a Connect server);
 - `jobs` (driver): `run` (`run_job`, `transform`), `plan`, `engine_arrow`, `engine_spark`,
-  `aggregate_job` (an aggregation on the Arrow engine), `cluster` (one-task file work),
-  `progress`, `summary`;
-- `aggregation`: `api` (driver: `scatter_nd_agg`, `aggregate`), `tasks` (executor: the
-  combiner and the finisher), `wire` (the shuffle rows both sides use), `states` (events
-  folded into order-free states);
+  `aggregate_job` (an aggregation on the Arrow engine), `output` (stage, write, commit or
+  abort: every job's one way out), `failures` (why a job failed, in one line), `cluster`
+  (one-task file work), `progress`, `summary`;
+- `aggregation`: `api` (driver: `scatter_nd_agg`, `aggregate`), `group` and `tasks`
+  (executor: one group of a ``groupBy().agg()``; the combiner and the finisher), `wire` (the
+  shuffle rows both sides use), `states` (events folded into order-free states);
 - `runtime` (executor; never imports the layers above): `steps`, `tensors`, `stats`,
-  `threads`, `storage` (input pieces, the commit), `piece_task` (the Arrow engine's task);
+  `threads`, `storage` (paths, input pieces), `commit` (the crash-safe commit), `piece_task`
+  (the Arrow engine's task), `faults` (test-only pauses);
 - `specs`: `job_spec` (the job's JSON), `agg_spec`, `constant`;
-- `core`: `errors`, `element_types` (the tensor column's types and struct), `connect`.
+- `core`: `errors`, `element_types` (the tensor column's types and both layouts),
+  `options` (the names a user chooses), `connect`.
 
 See docs/spark.md for the tensor column layout, the job specification and running on
 local, standalone, YARN, Kubernetes and Spark Connect.

@@ -1,7 +1,8 @@
 """Executor side: what runs inside Spark tasks. Never imports driver modules (aggregation's
-api, jobs, sessions, the entry points); the import contract in pyproject.toml checks it.
+api, jobs, sessions, the entry points); the import contract in .importlinter checks it.
 
-`steps` runs a job's steps on an Arrow batch, `tensors` converts tensor columns, `stats`
-carries counts and failures back as data, `threads` sets the kernels' threads per task,
-`storage` lists inputs and commits outputs (in one-task jobs), `piece_task` is the Arrow
-engine's task."""
+`steps` runs a job's steps on an Arrow batch, `tensors` converts tensor columns (both
+layouts), `stats` carries counts and failures back as data, `threads` sets the kernels'
+threads per task, `storage` resolves paths and lists the input's pieces, `commit` is the
+crash-safe commit (in one-task jobs), `piece_task` is the Arrow engine's task, `faults`
+holds test-only pauses."""
