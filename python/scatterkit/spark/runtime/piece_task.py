@@ -293,12 +293,14 @@ class PieceTask:
 
 
 def task_file(attempts: str, number: int) -> str:
-    """The file task `number` writes under the job's temporary directory, one per attempt
-    (the driver commits the successful attempt's)."""
+    """The file task `number` writes under the job's staging directory, one per attempt
+    (the driver commits the successful attempt's). Named by the attempt's id, unique in the
+    application: a stage run again after a fetch failure numbers its attempts from 0 again,
+    while a task of the earlier run may still be writing."""
     from pyspark import TaskContext
 
     context = TaskContext.get()
-    attempt = context.attemptNumber() if context is not None else 0
+    attempt = context.taskAttemptId() if context is not None else 0
     return f"{attempts}/part-{number:05d}-attempt-{attempt}.parquet"
 
 
