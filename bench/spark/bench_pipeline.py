@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from bench_events import cpu_seconds
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -318,19 +319,22 @@ def check(spark: SparkSession, paths: dict[str, Path], tmp: Path, rows: int = 3)
 
 def measure(
     spark: SparkSession, paths: dict[str, Path], out: Path, repeat: int
-) -> dict[str, tuple[list[float], list[float]]]:
-    """Per contender, the seconds of `repeat` runs and scatterkit's task seconds, in
+) -> dict[str, tuple[list[float], list[float], list[float]]]:
+    """Per contender, the seconds of `repeat` runs, scatterkit's task seconds and the CPU
+    seconds of the driver and every process under it (`bench_events.cpu_seconds`), in
     interleaved rounds (every contender once per round) after a warm-up round."""
-    runs: dict[str, tuple[list[float], list[float]]] = {c.name: ([], []) for c in CONTENDERS}
+    runs: dict[str, tuple[list[float], list[float], list[float]]] = {
+        c.name: ([], [], []) for c in CONTENDERS
+    }
     for attempt in range(repeat + 1):
         for contender in CONTENDERS:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), cpu_seconds()
             task_seconds = contender.run(spark, paths[contender.layout], out)
-            seconds = time.perf_counter() - started
-            print(f"round {attempt}: {contender.name} {seconds:.2f} s", flush=True)
+            seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu
+            print(f"round {attempt}: {contender.name} {seconds:.2f} s, CPU {cpu:.1f} s", flush=True)
             if attempt:
-                runs[contender.name][0].append(seconds)
-                runs[contender.name][1].append(task_seconds)
+                for into, value in zip(runs[contender.name], (seconds, task_seconds, cpu)):
+                    into.append(value)
     return runs
 
 
@@ -411,18 +415,23 @@ def _ok(ratio: float, most: float | None = None, least: float | None = None) -> 
     return f"**{ratio:.2f}x**" if missed else f"{ratio:.2f}x"
 
 
-def binary_ratios(verdicts: list[tuple[str, dict[str, float]]]) -> list[str]:
-    """#49 item 4: the binary contenders over their arrays twins and over the binary floor."""
+def binary_ratios(
+    verdicts: list[tuple[str, dict[str, float]]], cpu: list[tuple[str, dict[str, float]]]
+) -> list[str]:
+    """#49 item 4: the binary contenders over their arrays twins and over the binary floor,
+    of wall-clock seconds and of CPU seconds."""
     lines = [
-        "| tensors | column: arrays / binary | spark engine: arrays / binary "
+        "| tensors | of | column: arrays / binary | spark engine: arrays / binary "
         "| arrow engine: arrays / binary | floor: arrays / binary | column (binary) / floor "
         "(binary) | spark engine (binary) / floor (binary) | arrow engine (binary) / floor "
         "(binary) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for name, t in verdicts:
+    measured = [(name, "seconds", t) for name, t in verdicts]
+    measured += [(name, "CPU seconds", t) for name, t in cpu]
+    for name, of, t in sorted(measured, key=lambda m: [v[0] for v in verdicts].index(m[0])):
         lines.append(
-            f"| {name} | {_ok(t[COLUMN] / t[COLUMN_B], least=3)} | "
+            f"| {name} | {of} | {_ok(t[COLUMN] / t[COLUMN_B], least=3)} | "
             f"{_ok(t[JOB_SPARK] / t[JOB_SPARK_B], least=3)} | "
             f"{t[JOB_ARROW] / t[JOB_ARROW_B]:.2f}x | {t[FLOOR] / t[FLOOR_B]:.2f}x | "
             f"{_ok(t[COLUMN_B] / t[FLOOR_B], most=1.5)} | "
@@ -455,25 +464,28 @@ def main() -> int:
     )
     lines = []
     verdicts: list[tuple[str, dict[str, float]]] = []
+    cpu_verdicts: list[tuple[str, dict[str, float]]] = []
     with tempfile.TemporaryDirectory(prefix="scatterkit-bench-") as tmp:
         for size in sizes:
             path = generate(size, Path(tmp) / size.name.split()[0])
             paths = {"arrays": path, "binary": binary_copy(path, Path(f"{path}-binary"))}
             check(spark, paths, Path(tmp))
-            seconds = {}
-            for name, (times, tasks) in measure(
+            seconds, cpus = {}, {}
+            for name, (times, tasks, cpu) in measure(
                 spark, paths, Path(tmp) / "out", args.repeat
             ).items():
                 t = seconds[name] = statistics.median(times)
+                c = cpus[name] = statistics.median(cpu)
                 mb = size.rows * (size.bytes_in + size.bytes_out) / 1e6 / t
                 task = f"{statistics.median(tasks):.2f}" if "job" in name else ""
                 runs = ", ".join(f"{x:.2f}" for x in times)
                 lines.append(
-                    f"| {size.name} | {size.rows:,} | {name} | {t:.2f} | {size.rows / t:,.0f} | "
-                    f"{mb:,.0f} | {task} | {runs} |"
+                    f"| {size.name} | {size.rows:,} | {name} | {t:.2f} | {c:.1f} | "
+                    f"{size.rows / t:,.0f} | {mb:,.0f} | {task} | {runs} |"
                 )
                 print(lines[-1], flush=True)
             verdicts.append((size.name, seconds))
+            cpu_verdicts.append((size.name, cpus))
     spark.stop()
     ratios = [
         f"| {name} | {t[PANDAS] / t[JOB_ARROW]:.1f}x | {t[PANDAS] / t[JOB_SPARK]:.1f}x | "
@@ -493,15 +505,18 @@ def main() -> int:
         "contenders read a copy of the input with its tensors in the binary layout and write "
         "that layout. Median of "
         f"{args.repeat} runs after a warm-up round, contenders interleaved (one run each per "
-        "round). MB/s counts tensor bytes read (data, indices, "
-        "updates) plus written (the result). Arrow batches: "
+        "round). CPU s: the median CPU seconds of the driver and every process under it "
+        "(Spark's JVM, its Python workers), the work done whatever the machine's load. MB/s "
+        "counts tensor bytes read (data, indices, updates) plus written (the result). Arrow "
+        "batches: "
         f"{DEFAULT_CONF['spark.sql.execution.arrow.maxRecordsPerBatch']} rows / "
         f"{int(DEFAULT_CONF['spark.sql.execution.arrow.maxBytesPerBatch']) >> 20} MB at most.",
         "",
         *header,
         "",
-        "| tensors | rows | contender | seconds | rows/s | MB/s | scatterkit task s | runs (s) |",
-        "| --- | ---: | --- | ---: | ---: | ---: | ---: | --- |",
+        "| tensors | rows | contender | seconds | CPU s | rows/s | MB/s | scatterkit task s "
+        "| runs (s) |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |",
         *lines,
         "",
         "Targets: at least 5x the pandas_udf on small tensors; within 1.5x of the identity "
@@ -518,7 +533,7 @@ def main() -> int:
         "and the spark engine), and within 1.5x of the identity floor over the same binary "
         "columns; a missed target in bold.",
         "",
-        *binary_ratios(verdicts),
+        *binary_ratios(verdicts, cpu_verdicts),
         "",
         "Reading the tables:",
         "",
