@@ -24,8 +24,9 @@ The package is in layers; a module imports only from its own layer and those bel
   (executor: one group of a ``groupBy().agg()``; the combiner and the finisher), `wire` (the
   shuffle rows both sides use), `states` (events folded into order-free states);
 - `runtime` (executor; never imports the layers above): `steps`, `tensors`, `stats`,
-  `threads`, `storage` (paths, input pieces), `commit` (the crash-safe commit), `piece_task`
-  (the Arrow engine's task), `faults` (test-only pauses);
+  `threads`, `storage` (paths), `reading` (the input read as Spark reads it: files, pieces,
+  types), `commit` (the crash-safe commit), `piece_task` (the Arrow engine's task), `faults`
+  (test-only pauses);
 - `specs`: `job_spec` (the job's JSON), `agg_spec`, `constant`;
 - `core`: `errors`, `element_types` (the tensor column's types and both layouts),
   `options` (the names a user chooses), `connect`.

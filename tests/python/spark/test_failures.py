@@ -392,7 +392,7 @@ def test_a_python_worker_killed_by_the_system_is_said_to_be_memory_most_likely(s
 
 
 def test_a_file_the_file_system_refuses_is_told_apart_from_a_corrupt_one():
-    from scatterkit.spark.runtime.piece_task import unreadable
+    from scatterkit.spark.runtime.reading import unreadable
 
     refused = unreadable("/data/a.parquet", PermissionError(13, "Permission denied"))
     assert str(refused) == (

@@ -666,7 +666,7 @@ def _aggregation_job(**aggregates: dict) -> JobSpec:
 def test_the_job_reads_events_with_pyarrow_where_it_reads_them_as_spark_does(spark, tmp_path):  # noqa: F811
     from scatterkit.spark.aggregation.api import agg_plan, step_specs
     from scatterkit.spark.jobs.aggregate_job import _event_reader
-    from scatterkit.spark.runtime.piece_task import BatchLimits
+    from scatterkit.spark.runtime.reading import BatchLimits
     from scatterkit.spark.runtime.storage import locate
 
     source = write_parquet(tmp_path / "in", _mixed_events(), files=3)

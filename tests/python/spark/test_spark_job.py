@@ -235,7 +235,7 @@ def test_a_file_with_a_narrower_column_type_is_widened_by_both_engines(spark, rn
     ],
 )
 def test_only_casts_that_keep_every_value_are_widenings(source, target, widens):
-    from scatterkit.spark.runtime.piece_task import _widens
+    from scatterkit.spark.runtime.reading import _widens
 
     assert _widens(source, target) is widens
 
@@ -327,9 +327,8 @@ def test_column_names_with_dots(spark, rng, tmp_path, engine):  # noqa: F811
 def test_arrow_pieces_number_rows_from_the_start_of_their_file(tmp_path):
     # A task reading row groups 2 and 3 names its rows 16 to 31, as Spark's row_index does,
     # so that a failure names the right row.
-    from scatterkit.spark.runtime.piece_task import BatchLimits, read_piece
+    from scatterkit.spark.runtime.reading import BatchLimits, Piece, read_piece
     from scatterkit.spark.runtime.steps import FILE_COLUMN, ROW_COLUMN
-    from scatterkit.spark.runtime.storage import Piece
 
     path = tmp_path / "one.parquet"
     pq.write_table(pa.table({"x": pa.array(range(32), pa.int64())}), path, row_group_size=8)
@@ -345,7 +344,7 @@ def test_arrow_engine_skips_hidden_and_underscore_files_as_spark_does(tmp_path):
     # Spark's own output holds .crc checksums and _SUCCESS: not Parquet to read.
     import pyarrow.fs as pafs
 
-    from scatterkit.spark.runtime.storage import input_files
+    from scatterkit.spark.runtime.reading import input_files
 
     pq.write_table(pa.table({"x": [1]}), tmp_path / "part-0.parquet")
     (tmp_path / ".part-0.parquet.crc").write_bytes(b"crc")
@@ -364,7 +363,7 @@ def test_an_output_is_apart_from_an_input_whose_name_merely_starts_like_it():
 
 
 def test_arrow_batch_limits_follow_sparks_settings():
-    from scatterkit.spark.runtime.piece_task import BatchLimits, _byte_size
+    from scatterkit.spark.runtime.reading import BatchLimits, _byte_size
 
     rows_key = "spark.sql.execution.arrow.maxRecordsPerBatch"
     bytes_key = "spark.sql.execution.arrow.maxBytesPerBatch"

@@ -39,26 +39,16 @@ from ..aggregation.api import (
 )
 from ..aggregation.tasks import combine_events, finish_groups
 from ..aggregation.wire import AggPlan, packed_schema
-from ..runtime.piece_task import (
-    RESULT_SCHEMA,
-    BatchLimits,
-    agreeing_file,
-    check_file_types,
-    file_name,
-    open_parquet,
-    read_piece,
-    result_row,
-    task_file,
-    write_task_file,
-)
+from ..runtime.piece_task import RESULT_SCHEMA, result_row, task_file, write_task_file
+from ..runtime.reading import BatchLimits, Piece, read_as_spark
 from ..runtime.stats import TaskStats, observed_fold_us, timed_work
 from ..runtime.steps import BatchPlan, run_batches
-from ..runtime.storage import Location, Piece
+from ..runtime.storage import Location
 from ..specs.agg_spec import AggregateStep
 from .engine_arrow import ArrowPaths, Work, run_and_commit, spark_schema
 
 # The Spark types whose Arrow form pyarrow reads from Parquet as Spark's Arrow conversion
-# gives it (after `check_file_types`' widening): timestamps and decimals, for one, differ.
+# gives it (after `reading.read_as_spark`'s widening): timestamps and decimals, for one, differ.
 _SAME_ARROW = (T.IntegralType, T.FloatType, T.DoubleType, T.BooleanType, T.StringType)
 
 
@@ -77,15 +67,13 @@ class EventReader:
 
         Raises `InputTypeError` for a file holding a column in a wider type than Spark
         reads it as, `InputFileError` for one that cannot be read (both name the file)."""
-        piece = self.pieces[number]
-        fs, root = self.source.filesystem(), self.source.path
-        handle, parquet = open_parquet(fs, piece.path)
-        with handle:
-            others = agreeing_file(fs, root, (p.path for p in self.pieces), piece.path)
-            check_file_types(parquet.schema_arrow, self.types, file_name(root, piece.path), others)
-            for batch in read_piece(parquet, piece, self.types.names, False, self.limits):
-                columns = [batch.column(c).cast(t, safe=False) for c, _, t in self.renamed]
-                yield pa.RecordBatch.from_arrays(columns, names=[n for _, n, _ in self.renamed])
+        names = [n for _, n, _ in self.renamed]
+        batches = read_as_spark(
+            self.source, self.pieces, number, self.types, self.types.names, self.limits
+        )
+        for batch in batches:
+            columns = [batch.column(c).cast(t, safe=False) for c, _, t in self.renamed]
+            yield pa.RecordBatch.from_arrays(columns, names=names)
 
 
 def _combine_pieces(

@@ -11,7 +11,7 @@ causes a user can act on (`core.errors.CAUSES`); `job_failed` makes the `JobFail
   or a Python worker (``MemoryError``, or a worker that died without a Python error), with
   the setting to raise;
 - an input file that is truncated or corrupt, named (the Arrow engine's tasks name it
-  themselves: `runtime.piece_task.unreadable`);
+  themselves: `runtime.reading.unreadable`);
 - input files that disagree on a column's type: both files and both types (a footer read
   from each of the input's files, on the cluster, until two differ);
 - no space left on a device, while the job wrote: nothing was committed;
@@ -35,7 +35,7 @@ from ..core.errors import (
     message_cause,
     row_error_message,
 )
-from ..runtime.piece_task import disagreeing_files, file_name
+from ..runtime.reading import disagreeing_files, file_name
 from ..runtime.storage import locate
 from .cluster import on_cluster
 
@@ -370,7 +370,7 @@ def _schemas(text: str, spark: Any, input_path: str | None) -> Cause | None:
 def _disagreeing(
     spark: Any, input_path: str | None, bad: str | None, column: str | None
 ) -> tuple[str, str, str, str, str] | None:
-    """Two input files and their types for a column (`runtime.piece_task.disagreeing_files`,
+    """Two input files and their types for a column (`runtime.reading.disagreeing_files`,
     on the cluster), or None where pyarrow does not reach the input."""
     if spark is None or input_path is None:
         return None

@@ -1,4 +1,4 @@
-"""File work of a job with pyarrow's file systems: paths and the input's pieces.
+"""File work of a job with pyarrow's file systems: paths, and questions about the output.
 
 These functions run where the files are: in a one-task Spark job (`cluster.on_cluster`),
 so that a Spark Connect client needs no access to the cluster's storage. They serve the
@@ -7,18 +7,16 @@ object stores (``s3://``, ``gs://``). Hive partition directories (``key=value``)
 Spark turns into columns, and file systems such as ``hdfs://`` go through Spark's own
 reader and writer.
 
-The commit lives in `commit`.
+Reading the input (its files, its pieces) lives in `reading`, the commit in `commit`.
 """
 
 from __future__ import annotations
 
 import os
-import posixpath
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 
 from ..core.errors import EngineUnavailable
 
@@ -75,66 +73,8 @@ def check_output_apart(input_uri: str, output_uri: str, input_path: str, output_
         raise ValueError(f"the output {output_path!r} would replace the input {input_path!r}")
 
 
-@dataclass(frozen=True)
-class Piece:
-    """A task's share of the input: row groups [first_group, stop_group) of one file."""
-
-    path: str
-    first_group: int = 0
-    stop_group: int | None = None  # None: to the end of the file
-
-
-def input_files(fs: pafs.FileSystem, root: str) -> list[str]:
-    """The Parquet files under `root` (a file, or a directory searched recursively).
-
-    Like Spark, skips names starting with ``_`` or ``.`` (``_SUCCESS``, checksums).
-    Raises `EngineUnavailable` for Hive partition directories (``key=value``).
-    """
-    info = fs.get_file_info(root)
-    if info.type == pafs.FileType.NotFound:
-        raise FileNotFoundError(f"no input at {root!r}")
-    if info.type == pafs.FileType.File:
-        return [root]
-    files = []
-    for entry in fs.get_file_info(pafs.FileSelector(root, recursive=True)):
-        relative = posixpath.relpath(entry.path, root)
-        parts = relative.split("/")
-        if any(p.startswith(("_", ".")) for p in parts) or entry.type != pafs.FileType.File:
-            continue
-        if any("=" in p for p in parts[:-1]):
-            raise EngineUnavailable(f"{root!r} has partition directories ({relative!r})")
-        files.append(entry.path)
-    if not files:
-        raise FileNotFoundError(f"no Parquet files under {root!r}")
-    return sorted(files)
-
-
-def split_pieces(fs: pafs.FileSystem, files: list[str], tasks: int) -> list[Piece]:
-    """One piece per file; fewer files than `tasks` are split at row-group boundaries."""
-    if len(files) >= tasks:
-        return [Piece(f) for f in files]
-    per_file = -(-tasks // len(files))
-    pieces = []
-    for f in files:
-        with fs.open_input_file(f) as handle:
-            groups = pq.ParquetFile(handle).metadata.num_row_groups
-        parts = max(1, min(per_file, groups))
-        bounds = [groups * k // parts for k in range(parts + 1)]
-        pieces += [Piece(f, a, b) for a, b in zip(bounds, bounds[1:])]
-    return pieces
-
-
 def _exists(fs: pafs.FileSystem, path: str) -> bool:
     return fs.get_file_info(path).type != pafs.FileType.NotFound
-
-
-def plan_input(source: Location, tasks: int) -> tuple[Piece, ...]:
-    """The input's pieces for an Arrow engine job (runs on the cluster).
-
-    Raises FileNotFoundError for a missing or empty input, `EngineUnavailable` where
-    Spark's reader is needed."""
-    fs = source.filesystem()
-    return tuple(split_pieces(fs, input_files(fs, source.path), tasks))
 
 
 def check_output_is_a_directory(target: Location) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from ..core.connect import is_connect
-from ..runtime.piece_task import ARROW_BATCH_CONF
+from ..runtime.reading import ARROW_BATCH_CONF
 
 DEFAULT_MASTER = "local[*]"
 ENV_ALIAS = "environment"  # the archive unpacks as ./environment in each executor's directory
