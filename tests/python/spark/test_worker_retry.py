@@ -1,26 +1,23 @@
 """A Python worker killed mid-task on a standalone cluster: Spark retries, the output is exact.
 
-A job of per-row steps runs on the Arrow engine on the shared standalone cluster (one
-executor of two cores), through the CLI, the executors on this machine's Python
-(``PYSPARK_PYTHON``, which has scatterkit). Each task of its main stage reads a piece of
-the input with pyarrow and writes its own Parquet file, one per attempt, which the driver
-commits.
+A job of per-row steps runs on each engine on the shared standalone cluster (one executor
+of two cores), through the CLI, the executors on this machine's Python (``PYSPARK_PYTHON``,
+which has scatterkit). On the Arrow engine each task of its main stage reads a piece of the
+input with pyarrow and writes its own Parquet file, one per attempt, which the driver
+commits; on the Spark engine Spark's reader feeds the steps (``mapInArrow``) and Spark's
+writer writes the job's staging directory, which the driver commits.
 
 The kill lands where the test says, whatever the machine's speed: the executors run with
 the test-only pause ``write`` of ``scatterkit.spark.runtime.faults``, so that the first
-task to have its file open and all but its last rows read holds; the test kills its Python
-worker (SIGKILL). The retry goes on past the point.
+task to have its file open and all but its last rows read (Arrow engine), or all its rows
+sent to Spark's writer (Spark engine), holds; the test kills its Python worker (SIGKILL).
+The retry goes on past the point.
 
 Spark must retry the task (the driver loses it to the crash, attempt 1 of it finishes on
 the executor) and the job must succeed with an output that is complete, exact (bit for bit
 against scatterkit's NumPy API, row by row), free of duplicate rows and free of temporary
 files: no attempt file, no hidden staging directory, one part file per task of the stage
-(as a run without a failure leaves), ``_SUCCESS`` present.
-
-(The Spark engine's tasks run the steps in ``runtime.steps`` and have no pause point: the
-Spark engine's retry is tested through the job's aggregation in test_aggregate_retry, whose
-reduce tasks write with Spark's writer into the job's staging directory.)
-"""
+(as a run without a failure leaves), ``_SUCCESS`` present."""
 
 from __future__ import annotations
 
@@ -72,11 +69,12 @@ def _dataset() -> tuple[dict[str, np.ndarray], pa.Table]:
     return cols, table
 
 
-@pytest.fixture(scope="module")
-def run(standalone_cluster: StandaloneCluster, tmp_path_factory) -> Iterator[dict]:
-    """The job with the Python worker of one task killed where it holds; then what the
-    test needs to check it."""
-    root = tmp_path_factory.mktemp("retry")
+@pytest.fixture(scope="module", params=["arrow", "spark"])
+def run(request, standalone_cluster: StandaloneCluster, tmp_path_factory) -> Iterator[dict]:
+    """The job on an engine with the Python worker of one task killed where it holds; then
+    what the test needs to check it."""
+    engine = request.param
+    root = tmp_path_factory.mktemp(f"retry-{engine}")
     cols, table = _dataset()
     source = write_parquet(root / "in", table, files=FILES)
     spec = root / "job.json"
@@ -87,8 +85,10 @@ def run(standalone_cluster: StandaloneCluster, tmp_path_factory) -> Iterator[dic
     settings = app_conf(cores=2, executor_cores=2) | pauses.conf
     # Small Arrow batches: a task writes its file in several batches.
     settings["spark.sql.execution.arrow.maxRecordsPerBatch"] = "50"
+    # One task per file for Spark's reader too, which would pack small files together.
+    settings["spark.sql.files.openCostInBytes"] = str(1 << 30)
     argv = ["-m", "scatterkit.spark", "run", "--spec", str(spec), "--input", str(source)]
-    argv += ["--output", str(area / "out"), "--engine", "arrow", "--master"]
+    argv += ["--output", str(area / "out"), "--engine", engine, "--master"]
     argv += [standalone_cluster.url, "--log-level", "WARN"]
     argv += ["--summary-json", str(root / "summary.json")]
     for key, value in settings.items():
@@ -109,6 +109,7 @@ def run(standalone_cluster: StandaloneCluster, tmp_path_factory) -> Iterator[dic
         end(proc)
     log = "".join((root / f"job.{s}").read_text(errors="replace") for s in ("out", "err"))
     yield {
+        "engine": engine,
         "cols": cols,
         "area": area,
         "root": root,
@@ -132,7 +133,7 @@ def _expected(cols: dict[str, np.ndarray]) -> np.ndarray:
 
 def test_a_killed_python_worker_is_retried_and_the_output_is_exact(run):
     log, killed = run["log"], run["killed"]
-    print(f"\njob {run['seconds']:.1f} s; killed: {killed}")
+    print(f"\n{run['engine']} engine: job {run['seconds']:.1f} s; killed: {killed}")
     assert run["returncode"] == 0, f"exit {run['returncode']}\n{log[-8000:]}"
     # The kill: one Python worker, holding with its file open.
     assert len(killed) == 1 and killed[0].attempt == 0, killed
@@ -156,7 +157,10 @@ def test_a_killed_python_worker_is_retried_and_the_output_is_exact(run):
     assert sorted(p.name for p in area.iterdir()) == ["out"]
     names = sorted(p.name for p in (area / "out").iterdir())
     parts = [n for n in names if n.startswith("part-")]
-    assert sorted(set(names) - set(parts)) == ["_SUCCESS"], names  # no _attempts
+    # Spark's writer (the Spark engine) leaves Hadoop's checksum beside each of its files.
+    checksums = {n for n in names if n.startswith(".") and n.endswith(".crc")}
+    assert {f".{n}.crc" for n in [*parts, "_SUCCESS"]} >= checksums, names
+    assert sorted(set(names) - set(parts) - checksums) == ["_SUCCESS"], names  # no _attempts
     assert len(parts) == len(tasks), names
     assert all(pq.read_metadata(area / "out" / name).num_rows > 0 for name in parts), names
 

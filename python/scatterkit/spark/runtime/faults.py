@@ -10,7 +10,9 @@ or kills it. Nothing happens unless the environment asks: `PAUSE_ENV` holds
 - ``reduce``: a reduce task of the aggregation (`aggregation.tasks.finish_groups`) that has
   folded all its groups and emitted all but the last (the writer's file is open);
 - ``write``: a task of the Arrow engine (`piece_task.write_task_file`) with its file open,
-  before its last rows and its footer.
+  before its last rows and its footer; a task of the Spark engine's job
+  (`steps.report_failures`) that has sent all its rows to Spark's writer, whose file is
+  open and whose footer waits for the task's end.
 
 At each point, in each Spark stage, the first task attempt to arrive holds; every other one
 (its retry, a speculative copy of it) goes on. The one that holds writes

@@ -22,6 +22,7 @@ from ..._batch import Ragged, run_batch
 from ..core.element_types import numpy_dtype, spark_name
 from ..core.errors import RowError
 from ..specs.job_spec import Step, TensorInput
+from .faults import pause_point
 from .stats import NAMES as STATS_NAMES
 from .stats import TaskStats
 from .tensors import TensorRows, constant_rows, read_split, read_tensor, tensor_array
@@ -259,6 +260,7 @@ def report_failures(
             news = stats.minus(sent)
             sent.add(news)
             yield _with_stats(out, news)
+    pause_point("write")  # tests only: Spark's writer has its file open, the footer unwritten
     if stats.failure is not None and raising:
         raise RowError(stats.failure)
     if stats.failure is not None:
