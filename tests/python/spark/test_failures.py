@@ -4,7 +4,8 @@ Each test runs ``scatterkit-spark run`` (`cli.main`) and checks the one line it 
 its exit code (1: the job failed) and that nothing was committed:
 
 - a truncated or corrupt Parquet input: the file named (both engines, with and without an
-  aggregation);
+  aggregation), whether a task or the driver (splitting the input for more tasks than
+  files) meets it;
 - input files whose column types disagree: both files and both types named;
 - no space left while writing: a real full file system (a 1 MB tmpfs the test mounts; it
   is skipped where mounting is not allowed), the old output intact;
@@ -93,6 +94,38 @@ def _failed(capsys) -> str:
     return lines[0]
 
 
+# Runs the command once per argv, in one process (one session) of its own.
+_RUNS_SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    from scatterkit.spark.cli import main
+    for argv in json.loads(sys.argv[1]):
+        print("=== run", file=sys.stderr, flush=True)
+        code = main(argv)
+        print(f"=== exit {code}", file=sys.stderr, flush=True)
+    """
+)
+
+
+def _in_a_process(runs: list[list[str]]) -> tuple[list[tuple[int, str]], str]:
+    """(exit code, the command's last line) of each run, in a process of its own (a session
+    with settings of its own), and the process's stderr."""
+    done = subprocess.run(
+        [sys.executable, "-c", _RUNS_SCRIPT, json.dumps(runs)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=spark_env(),
+        check=False,
+    )
+    found = []
+    for part in done.stderr.split("=== run")[1:]:
+        lines = [line for line in part.splitlines() if line.startswith("scatterkit-spark: ")]
+        code = part.rsplit("=== exit ", 1)[-1].split()[0] if "=== exit " in part else None
+        found.append((int(code) if code else done.returncode, lines[-1] if lines else part))
+    return found, done.stderr
+
+
 def _tree(path: Path) -> dict[str, bytes]:
     """Every file under `path`, by relative name, with its bytes."""
     return {str(f.relative_to(path)): f.read_bytes() for f in path.rglob("*") if f.is_file()}
@@ -116,6 +149,30 @@ def test_a_truncated_or_corrupt_input_file_is_named(spark, tmp_path, capsys, eng
     assert line.startswith("scatterkit-spark: job failed: input file '")
     assert str(bad) in line and "is truncated, corrupt or not Parquet (" in line
     assert not (tmp_path / "out").exists()
+
+
+def test_a_truncated_footer_met_as_the_driver_splits_the_input_is_named(tmp_path):
+    # Fewer files than tasks (two files, local[3]): the Arrow engine's driver reads their
+    # footers to split them at row groups, and meets the bad one before any task runs. A
+    # session of its own, for its three cores; both jobs (steps, aggregation) in it.
+    runs, bad = [], []
+    for job in ("steps", "aggregate"):
+        source = write_parquet(tmp_path / job / "in", _events(job))
+        bad.append(source / "part-1.parquet")  # Spark takes the job's schema from part-0
+        bad[-1].write_bytes(bad[-1].read_bytes()[:-100])  # the footer cut short
+        conf = ["--master", "local[3]", "--conf", "spark.ui.enabled=false"]
+        spec = _spec(tmp_path / job, job)
+        runs.append(_run(spec, source, tmp_path / job / "out", "--engine", "arrow", *conf))
+
+    found, stderr = _in_a_process(runs)
+    assert len(found) == 2 and "Traceback" not in stderr, stderr[-6000:]
+    for (code, line), path in zip(found, bad):
+        print(line)
+        assert code == 1, line
+        assert line.startswith(f"scatterkit-spark: job failed: input file {str(path)!r} ")
+        assert "is truncated, corrupt or not Parquet (" in line
+    assert not (tmp_path / "steps" / "out").exists()
+    assert not (tmp_path / "aggregate" / "out").exists()
 
 
 @pytest.mark.parametrize(("engine", "job"), JOBS)
@@ -220,16 +277,6 @@ def test_no_space_left_while_writing_leaves_the_old_output_and_says_so(
 # needs a constant of 10 rows x 1e8 doubles (8 GB) in a Python worker, then one whose rows
 # of 2M doubles Spark's vectorized reader gathers 4096 rows at a time into that heap: the JVM
 # runs out of memory (on a local master Spark then stops it: exit code 52).
-_MEMORY_SCRIPT = textwrap.dedent(
-    """
-    import json, sys
-    from scatterkit.spark.cli import main
-    for argv in json.loads(sys.argv[1]):
-        print("=== run", file=sys.stderr, flush=True)
-        code = main(argv)
-        print(f"=== exit {code}", file=sys.stderr, flush=True)
-    """
-)
 
 
 @pytest.fixture(scope="module")
@@ -259,20 +306,8 @@ def out_of_memory(tmp_path_factory) -> list[tuple[int, str]]:
         _run(python_spec, small, root / "out-python", "--engine", "arrow", *conf),
         _run(jvm_spec, big, root / "out-jvm", "--engine", "spark", *conf),
     ]
-    done = subprocess.run(
-        [sys.executable, "-c", _MEMORY_SCRIPT, json.dumps(runs)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=spark_env(),
-        check=False,
-    )
-    found = []
-    for part in done.stderr.split("=== run")[1:]:
-        lines = [line for line in part.splitlines() if line.startswith("scatterkit-spark: ")]
-        code = part.rsplit("=== exit ", 1)[-1].split()[0] if "=== exit " in part else None
-        found.append((int(code) if code else done.returncode, lines[-1] if lines else part))
-    assert len(found) == 2, done.stderr[-6000:]
+    found, stderr = _in_a_process(runs)
+    assert len(found) == 2, stderr[-6000:]
     assert not (root / "out-python").exists() and not (root / "out-jvm").exists()
     return found
 

@@ -10,8 +10,8 @@ causes a user can act on (`core.errors.CAUSES`); `job_failed` makes the `JobFail
 - memory: an executor's JVM (``java.lang.OutOfMemoryError``, with the file it was reading)
   or a Python worker (``MemoryError``, or a worker that died without a Python error), with
   the setting to raise;
-- an input file that is truncated or corrupt, named (the Arrow engine's tasks name it
-  themselves: `runtime.reading.unreadable`);
+- an input file that is truncated or corrupt, named (the Arrow engine names it itself, in
+  its tasks and as its driver splits the input: `runtime.reading.unreadable`);
 - input files that disagree on a column's type: both files and both types (a footer read
   from each of the input's files, on the cluster, until two differ);
 - no space left on a device, while the job wrote: nothing was committed;
@@ -29,6 +29,8 @@ from typing import Any
 from ..core.connect import is_connect
 from ..core.errors import (
     EngineUnavailable,
+    InputFileError,
+    InputTypeError,
     JobFailed,
     input_file_message,
     input_types_message,
@@ -89,8 +91,11 @@ class Cause:
 
 def job_failed(exc: BaseException, spark: Any, input_path: str) -> JobFailed | None:
     """What `run_job` raises for `exc`, which stopped a job reading `input_path`: a row's or
-    a file's error from a task, or a cause `explain` names. None: `exc` goes on as it is."""
+    a file's error from a task, a file's error from the driver's own file work (splitting
+    the input), or a cause `explain` names. None: `exc` goes on as it is."""
     message = row_error_message(exc)
+    if isinstance(exc, (InputFileError, InputTypeError)):  # the driver's own file work
+        message = str(exc)
     if message is not None:
         return JobFailed(message, message_cause(message))
     cause = explain(exc, spark, input_path)

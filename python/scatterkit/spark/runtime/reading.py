@@ -106,14 +106,16 @@ def input_files(fs: pafs.FileSystem, root: str) -> list[str]:
 
 
 def split_pieces(fs: pafs.FileSystem, files: list[str], tasks: int) -> list[Piece]:
-    """One piece per file; fewer files than `tasks` are split at row-group boundaries."""
+    """One piece per file; fewer files than `tasks` are split at row-group boundaries,
+    their footers read (`InputFileError` names one that cannot be)."""
     if len(files) >= tasks:
         return [Piece(f) for f in files]
     per_file = -(-tasks // len(files))
     pieces = []
     for f in files:
-        with fs.open_input_file(f) as handle:
-            groups = pq.ParquetFile(handle).metadata.num_row_groups
+        handle, parquet = open_parquet(fs, f)  # a bad footer named here as in a task
+        with handle:
+            groups = parquet.metadata.num_row_groups
         parts = max(1, min(per_file, groups))
         bounds = [groups * k // parts for k in range(parts + 1)]
         pieces += [Piece(f, a, b) for a, b in zip(bounds, bounds[1:])]
@@ -124,7 +126,7 @@ def plan_input(source: Location, tasks: int) -> tuple[Piece, ...]:
     """The input's pieces for an Arrow engine job (runs on the cluster).
 
     Raises FileNotFoundError for a missing or empty input, `EngineUnavailable` where
-    Spark's reader is needed."""
+    Spark's reader is needed, `InputFileError` for a footer it reads and cannot."""
     fs = source.filesystem()
     return tuple(split_pieces(fs, input_files(fs, source.path), tasks))
 
