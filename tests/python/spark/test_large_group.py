@@ -1,6 +1,7 @@
 """groupBy().agg(scatter_nd_agg) on a group too large for a capped Python worker.
 
-Spark hands a grouped-aggregate UDF its whole group, so a group can exceed a Python
+A tensor larger than BATCHED_TENSOR_BYTES ([64, 64] of double here) is folded by a
+grouped-aggregate UDF, to which Spark hands its whole group, so a group can exceed a Python
 worker's memory, which ``spark.executor.pyspark.memory`` caps (PySpark sets it as the
 worker's address-space limit, RLIMIT_AS). Where the fold of the group is what runs out, the
 user must read a clear error: how many events the group holds, the cap, and to use
@@ -47,15 +48,15 @@ def fold_small(batches):
     import re
     import numpy as np
     import pyarrow as pa
-    from scatterkit.spark.aggregation.api import _fold_group
+    from scatterkit.spark.aggregation.group import fold_group
     from scatterkit.spark.specs.agg_spec import check_agg
 
     for _ in batches:
         pass
     n = np.arange(1000)
-    spec = check_agg(["hour", "category"], "amount", [24, 16]).with_dtype("double")
+    spec = check_agg(["hour", "category"], "amount", [64, 64]).with_dtype("double")
     amount = pa.array(np.random.default_rng(7).random(1000), mask=n == 0)
-    _fold_group(spec, pa.array(n % 24, pa.int32()), pa.array(n % 16, pa.int32()), amount)
+    fold_group(spec, pa.array(n % 64, pa.int32()), pa.array(n % 64, pa.int32()), amount)
     status = open("/proc/self/status").read()
     peak = int(re.search(r"VmPeak:\s+(\d+) kB", status).group(1))
     yield pa.RecordBatch.from_pydict({{"mb": [peak // 1024]}})
@@ -72,10 +73,10 @@ capped = {{**CONF, "spark.executor.pyspark.memory": f"{{cap}}m"}}
 spark = build_session(master="local[1]", conf=capped, app_name="large-group")
 ids = spark.range(EVENTS, numPartitions=1)
 amount = F.when(F.col("id") == 0, F.lit(None)).otherwise(F.rand(7))  # one null: the general way
-events = ids.select(F.lit(1).alias("g"), (F.col("id") % 24).cast("int").alias("hour"),
-                    (F.col("id") % 16).cast("int").alias("category"),
+events = ids.select(F.lit(1).alias("g"), (F.col("id") % 64).cast("int").alias("hour"),
+                    (F.col("id") % 64).cast("int").alias("category"),
                     amount.cast("float").alias("amount"))
-agg = skf.scatter_nd_agg(["hour", "category"], "amount", [24, 16])
+agg = skf.scatter_nd_agg(["hour", "category"], "amount", [64, 64])
 out = {{"base_mb": base, "cap_mb": cap}}
 try:
     out["events"] = events.groupBy("g").agg(agg.alias("t")).first().t.events

@@ -856,7 +856,7 @@ def test_aggregate_checks_the_events_schema(spark):  # noqa: F811
 def test_a_group_of_good_events_folds_in_one_call_with_the_general_ways_bits(
     reduction, dtype, layout
 ):
-    from scatterkit.spark.aggregation.api import _fold_group
+    from scatterkit.spark.aggregation.group import fold_group
     from scatterkit.spark.aggregation.states import AggState, read_events
     from scatterkit.spark.aggregation.tasks import tensor_results
 
@@ -874,7 +874,7 @@ def test_a_group_of_good_events_folds_in_one_call_with_the_general_ways_bits(
     h = pa.array(rng.integers(-5, 5, n).astype(np.int16))  # negatives wrap
     c = pa.array(rng.integers(0, 2, n).astype(np.int64))  # column 2 stays untargeted
     updates = pa.array(np.asarray(x).astype(element))
-    fast = _fold_group(spec, h, c, updates)
+    fast = fold_group(spec, h, c, updates)
     state = AggState(spec, 1)
     state.fold(read_events(spec, [h, c], updates), np.zeros(n, np.int64))
     general = tensor_results(state, 1)[0]
@@ -885,3 +885,112 @@ def test_a_group_of_good_events_folds_in_one_call_with_the_general_ways_bits(
     else:
         assert fast["data"].as_py() == general["data"].as_py()
     assert fast["events"].as_py() == general["events"].as_py() == n
+
+
+@pytest.mark.parametrize("layout", ["arrays", "binary"])
+@pytest.mark.parametrize(
+    ("reduction", "on_error", "k"),
+    [("sum", "keep", 2), ("mean", "drop", 2), ("none", "keep", 2), ("max", "drop", 1),
+     ("sum", "keep", 1)],
+)  # fmt: skip
+def test_a_batch_of_collected_groups_folds_with_each_groups_bits(
+    monkeypatch, reduction, on_error, k, layout
+):
+    # .agg()'s batched fold: one call for a batch of groups, in chunks of groups (a tiny
+    # budget here), against the general way one group at a time.
+    from scatterkit.spark.aggregation import group
+    from scatterkit.spark.aggregation.states import AggState, read_events
+    from scatterkit.spark.aggregation.tasks import tensor_results
+
+    rng = np.random.default_rng(5)
+    lengths = [0, 1, 40, 7, 0, 300, 2]
+    n = sum(lengths)
+    h = pa.array(rng.integers(-4, 5, n).astype(np.int32), mask=rng.random(n) < 0.02)
+    c = pa.array(rng.integers(0, 3, n).astype(np.int64))
+    order = pa.array(rng.integers(0, 5, n))
+    if k == 2:
+        x = pa.array(rng.standard_normal(n) * 1e10, mask=rng.random(n) < 0.05)
+        fields = [h, c, x]
+    else:  # a slice per event, one of the wrong length
+        slices = [list(rng.standard_normal(3)) for _ in range(n)]
+        slices[5] = [1.0]
+        x = pa.array(slices, pa.list_(pa.float64()))
+        fields = [h, x]
+    kw = {"order_by": "o"} if reduction == "none" else {}
+    spec = check_agg(
+        ["h", "c"][:k], "x", [4, 3], reduction=reduction, dtype="double", on_error=on_error,
+        layout=layout, **kw,
+    )  # fmt: skip
+    if kw:
+        fields.append(order)
+    events = pa.StructArray.from_arrays(fields, [f"_{i}" for i in range(len(fields))])
+    offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+    lists = pa.ListArray.from_arrays(offsets, events)
+    monkeypatch.setattr(group, "STATE_BUDGET", 3 * len(AggState(spec, 1).state_bytes(0)))
+    batched = group.fold_lists(spec, lists)
+    assert len(batched) == len(lengths)
+    for g, (start, length) in enumerate(zip(offsets.to_pylist(), lengths)):
+        columns = [f.slice(start, length) for f in fields]
+        state = AggState(spec, 1)
+        order_column = columns[k + 1] if kw else None
+        state.fold(
+            read_events(spec, columns[:k], columns[k], order_column), np.zeros(length, np.int64)
+        )
+        want = tensor_results(state, 1)[0]
+        assert batched[g] == want, g
+        assert batched[g]["events"].as_py() == want["events"].as_py()
+
+
+def test_a_batch_of_groups_under_fail_names_the_bad_event():
+    from scatterkit.spark.aggregation import group
+    from scatterkit.spark.core.errors import RowError
+
+    spec = check_agg(["i"], "v", [2], dtype="double")
+    events = pa.StructArray.from_arrays(
+        [pa.array([0, 1, 7], pa.int32()), pa.array([1.0, 2.0, 3.0])], ["_0", "_1"]
+    )
+    lists = pa.ListArray.from_arrays(pa.array([0, 2, 3], pa.int32()), events)
+    with pytest.raises(RowError, match=r"event \(i=7\): coordinate i=7 is out of range"):
+        group.fold_lists(spec, lists)
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_agg_folds_small_tensors_in_batches_and_large_ones_per_group(spark, monkeypatch, batched):  # noqa: F811
+    # The same bits either way; the plan shows which: Spark's collect_list feeding a scalar
+    # Arrow UDF, or a grouped-aggregate Arrow UDF.
+    from scatterkit.spark.aggregation import api
+
+    if not batched:
+        monkeypatch.setattr(api, "BATCHED_TENSOR_BYTES", 0)
+    frame = events_frame("float32")
+    events = to_spark(spark, frame, "float32")
+    aggs = _aggregates("float32")
+    agg = events.groupBy("g").agg(*[c.alias(n) for n, c in aggs.items()])
+    plan = agg._jdf.queryExecution().executedPlan().toString()
+    assert ("collect_list" in plan) == batched, plan
+    rows = agg.collect()
+    for name in aggs:
+        reduction, k = name.split("_k")[0], int(name[-1])
+        want = reference(frame, "float32", reduction, k)
+        got = tensors(rows, name, "float32")
+        for g in want:
+            assert_bits(
+                got[g], want[g], f"{'batched' if batched else 'per group'} {name} group {g}"
+            )
+
+
+def test_a_batch_too_large_for_memory_says_how_large_and_points_at_aggregate():
+    from scatterkit.spark.aggregation import group
+
+    spec = check_agg(["i"], "v", [2], dtype="double")
+    events = pa.StructArray.from_arrays(
+        [pa.array([0, 1, 1], pa.int32()), pa.array([1.0] * 3)], ["_0", "_1"]
+    )
+    lists = pa.ListArray.from_arrays(pa.array([0, 1, 3], pa.int32()), events)
+    message = group._too_large(spec, [lists], "MemoryError: x", batched=True)
+    assert message.startswith("scatter_nd_agg: a batch of 2 groups (the largest of 2 events; "), (
+        message
+    )
+    assert "skf.aggregate(df, by, name=skf.scatter_nd_agg(...))" in message
+    one = group._too_large(spec, [lists.slice(1)], "MemoryError: x", batched=True)
+    assert one.startswith("scatter_nd_agg: the group of 2 events ("), one

@@ -3,9 +3,9 @@ planned aggregation that combines before the shuffle).
 
 Two ways to run the same aggregate, with the same bits:
 
-- ``events.groupBy(...).agg(scatter_nd_agg(...))``: Spark's own grouping calls a Python
-  grouped-aggregate Arrow UDF. Spark sends every event through its shuffle and hands the
-  UDF a whole group at once.
+- ``events.groupBy(...).agg(scatter_nd_agg(...))``: Spark's own grouping sends every
+  event through its shuffle, then Python folds whole groups (`group`: a batch of
+  collected groups a call, or for large tensors one group a call).
 - ``aggregate(events, by, name=scatter_nd_agg(...), ...)``: each task first folds the
   events of keys frequent in it into one state per key, then the events and states are
   shuffled by key, sorted, and folded group by group; a group of any size takes one
@@ -15,25 +15,21 @@ Two ways to run the same aggregate, with the same bits:
 from __future__ import annotations
 
 import functools
-import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Union
 
-import numpy as np
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..core.element_types import element_type, tensor_struct
-from ..core.errors import RowError, SpecError
+from ..core.errors import SpecError
 from ..runtime.stats import FOLD_US, fold_time_observed, with_fold_time
-from ..runtime.threads import configure_threads
 from ..specs.agg_spec import AggregateStep, AggSpec, check_agg
-from .group import GroupFolder
-from .states import AggState, read_events
-from .tasks import FLUSH_CONF, combine_events, finish_groups, tensor_results
+from .group import fold_group, fold_lists
+from .tasks import FLUSH_CONF, combine_events, finish_groups
 from .wire import (
     COUNT_FIELDS,
     AggPlan,
@@ -117,89 +113,39 @@ def scatter_nd_agg(
     return column
 
 
-# -- the grouped-aggregate UDF ---------------------------------------------------------------
+# -- groupBy().agg() -------------------------------------------------------------------------
+
+# The bytes of a group's tensor up to which .agg() folds groups in batches: Spark sends a
+# scalar Arrow UDF up to spark.sql.execution.arrow.maxRecordsPerBatch (10,000) groups at a
+# time, whose tensors the UDF returns at once. Above it, one call per group.
+BATCHED_TENSOR_BYTES = 16 << 10
 
 
 def _udaf_column(spec: AggSpec) -> Column:
+    """The aggregate's column for .agg(). Small tensors: Spark collects each group's events
+    (``collect_list`` of a struct) and one Python call folds a batch of groups, not one
+    call per group and aggregate (a grouped-aggregate UDF's fixed cost is several times
+    the fold of a small group). Large tensors: a grouped-aggregate Arrow UDF."""
     from pyspark.sql.pandas.functions import ArrowUDFType, arrow_udf
 
     assert spec.dtype is not None
-    # One grouped-aggregate UDF gets a whole group; the streaming kind (PySpark 4.3's
-    # GROUPED_AGG_ITER) allows one UDF per .agg(), which would forbid sum and max together.
-    function = functools.partial(_fold_group, spec)
-    kind = ArrowUDFType.GROUPED_AGG
-    make: Any = arrow_udf  # its overloads know grouped aggregates by type hints only
-    with warnings.catch_warnings():  # PySpark prefers type hints; a partial has none
-        warnings.simplefilter("ignore", UserWarning)
-        udaf = make(function, result_type(spec.dtype, spec.layout), kind)
     inputs = [F.col(c) for c in spec.indices]
     inputs.append(F.col(spec.updates).cast(_updates_type(spec)))
     if spec.order_by:
         inputs.append(F.col(spec.order_by))
-    return udaf(*inputs)
-
-
-_FOLDERS: dict[AggSpec, GroupFolder] = {}  # per Python worker: one per aggregate
-
-
-def _memory_named(fold: Callable[..., pa.Scalar]) -> Callable[..., pa.Scalar]:
-    """`fold` with a MemoryError turned into a RowError that names the group (by its size:
-    a grouped-aggregate UDF is not given its key) and what to use instead. Spark hands the
-    UDF a whole group, which must fit in a Python worker's memory (capped by
-    ``spark.executor.pyspark.memory``)."""
-
-    @functools.wraps(fold)
-    def named(spec: AggSpec, *columns: pa.Array | pa.ChunkedArray) -> pa.Scalar:
-        try:
-            return fold(spec, *columns)
-        except MemoryError as exc:
-            reason = f"MemoryError: {exc}"
-        # Raised here, not in the except clause: the failed fold's arrays are freed first.
-        raise RowError(_too_large(spec, columns, reason))
-
-    return named
-
-
-def _too_large(spec: AggSpec, columns: Sequence[pa.Array | pa.ChunkedArray], reason: str) -> str:
-    events = len(columns[0]) if columns else 0
-    size = sum(c.nbytes for c in columns) / 2**20
-    names = ", ".join([*spec.indices, spec.updates, *([spec.order_by] if spec.order_by else [])])
-    cap = os.environ.get("PYSPARK_EXECUTOR_MEMORY_MB")  # what Spark caps the worker at
-    memory = (
-        f"spark.executor.pyspark.memory caps it at {int(cap):,} MB of address space"
-        if cap
-        else "spark.executor.pyspark.memory is not set"
-    )
-    return (
-        f"scatter_nd_agg: the group of {events:,} events ({size:,.0f} MB of {names}) does not "
-        f"fit in a Python worker's memory ({memory}; {reason}). groupBy().agg() hands the "
-        "aggregate its whole group at once and does not tell it the group's key (the largest "
-        "groups: df.groupBy(by).count().orderBy('count', ascending=False)). Use "
-        "skf.aggregate(df, by, name=skf.scatter_nd_agg(...)): the same tensors, and a group "
-        "of any size folds in one state's memory; or raise spark.executor.pyspark.memory"
-    )
-
-
-@_memory_named
-def _fold_group(spec: AggSpec, *columns: pa.Array | pa.ChunkedArray) -> pa.Scalar:
-    """One group's tensor from all of its events."""
-    configure_threads()
-    arrays = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns]
-    folder = _FOLDERS.get(spec)
-    if folder is None:
-        folder = _FOLDERS[spec] = GroupFolder(spec)
-    folded = folder(arrays)
-    if folded is not None:
-        return folded
-    order = arrays[spec.k + 1] if spec.order_by else None
-    events = read_events(spec, arrays[: spec.k], arrays[spec.k], order)
-    if spec.on_error == "fail" and events.problems:
-        row, message = min(events.problems.items(), key=lambda item: item[1])
-        event = ", ".join(f"{c}={arrays[j][row].as_py()!r}" for j, c in enumerate(spec.indices))
-        raise RowError(f"event ({event}): {message}")
-    state = AggState(spec, 1)
-    state.fold(events, np.zeros(events.rows, np.int64))
-    return tensor_results(state, 1)[0]
+    make: Any = arrow_udf  # its overloads know the UDF's kind by type hints only
+    kind: int
+    if spec.size * spec.element_dtype.itemsize <= BATCHED_TENSOR_BYTES:
+        fold, kind = functools.partial(fold_lists, spec), ArrowUDFType.SCALAR
+        inputs = [F.collect_list(F.struct(*[c.alias(f"_{i}") for i, c in enumerate(inputs)]))]
+    else:
+        # One grouped-aggregate UDF gets a whole group; the streaming kind (PySpark 4.3's
+        # GROUPED_AGG_ITER) allows one UDF per .agg(), which would forbid sum and max together.
+        fold, kind = functools.partial(fold_group, spec), ArrowUDFType.GROUPED_AGG
+    with warnings.catch_warnings():  # PySpark prefers type hints; a partial has none
+        warnings.simplefilter("ignore", UserWarning)
+        udf = make(fold, result_type(spec.dtype, spec.layout), kind)
+    return udf(*inputs)
 
 
 # -- the planned aggregation -------------------------------------------------------------------
