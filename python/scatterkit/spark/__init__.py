@@ -21,7 +21,7 @@ The package is in layers; a module imports only from its own layer and those bel
   abort: every job's one way out), `failures` (why a job failed, in one line), `cluster`
   (one-task file work), `progress`, `summary`;
 - `aggregation`: `api` (driver: `scatter_nd_agg`, `aggregate`), `group` and `tasks`
-  (executor: one group of a ``groupBy().agg()``; the combiner and the finisher), `wire` (the
+  (executor: the folds of ``groupBy().agg()``; the combiner and the finisher), `wire` (the
   shuffle rows both sides use), `states` (events folded into order-free states);
 - `runtime` (executor; never imports the layers above): `steps`, `tensors`, `stats`,
   `threads`, `storage` (paths), `reading` (the input read as Spark reads it: files, pieces,
