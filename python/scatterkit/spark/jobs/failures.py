@@ -200,6 +200,11 @@ def _reading(text: str) -> str | None:
     return found.group(1) if found else None
 
 
+def connect_lost(exc: BaseException, spark: Any) -> bool:
+    """Whether `exc` says that the Spark Connect server of `spark` went away."""
+    return _connect_lost(exc, spark, "\n".join(_texts(exc))) is not None
+
+
 def _connect_lost(exc: BaseException, spark: Any, text: str) -> Cause | None:
     connect = is_connect(spark) or any(
         type(e).__module__.startswith(("pyspark.errors.exceptions.connect", "grpc"))

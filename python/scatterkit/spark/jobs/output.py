@@ -16,6 +16,7 @@ from ..runtime.commit import Staging, abort, commit, stage
 from ..runtime.stats import TaskStats
 from ..runtime.storage import Location
 from .cluster import on_cluster
+from .failures import connect_lost
 
 # A job's writing: given the staging directory, the tasks' stats and the files to commit
 # (None where Spark's writer wrote the directory itself).
@@ -37,13 +38,18 @@ def write_output(
     Raises FileExistsError if the output exists and not `overwrite`."""
     if staging is None:
         staging = on_cluster(spark, stage, target, overwrite)
-    committed = False
+    committed, reachable = False, True
     try:
         stats, written = write(staging)
         if stats.failure is None:
             on_cluster(spark, commit, staging, written, empty_schema)
             committed = True
+    except BaseException as exc:
+        # A Connect server that went away cannot abort: trying would only hold the message
+        # back by another round of retries; the next run cleans up (`commit.clean_leftovers`).
+        reachable = not connect_lost(exc, spark)
+        raise
     finally:
-        if not committed:
+        if not committed and reachable:
             on_cluster(spark, abort, staging)
     return stats

@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -155,7 +156,26 @@ def _connect(url: str, conf: Mapping[str, str], app_name: str) -> SparkSession:
         builder = builder.config(key, value)
     # A new session: getOrCreate would return any earlier Connect session of this process,
     # whatever server it talks to.
-    return builder.create()
+    spark = builder.create()
+    spark.client.set_retry_policies([connect_retry_policy()])
+    return spark
+
+
+# pyspark's own policy retries a server it cannot reach for 10 minutes or more, so a job
+# whose server went away would say so only then. Ours backs off the same way (50 ms, x4,
+# with jitter, a server's own retry delay honoured) but gives up after about 10 s: time
+# enough for a blip of the network, not for a server that is gone.
+CONNECT_RETRIES = 6
+CONNECT_MAX_BACKOFF_MS = 3000
+
+
+def connect_retry_policy() -> Any:
+    """The retry policy of scatterkit's Spark Connect sessions: pyspark's `DefaultPolicy`,
+    giving up on a server it cannot reach after about 10 s (waits of 0.05, 0.2, 0.8, then
+    3 s three times, plus up to 0.5 s of jitter each)."""
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    return DefaultPolicy(max_retries=CONNECT_RETRIES, max_backoff=CONNECT_MAX_BACKOFF_MS)
 
 
 def where_it_runs(spark: SparkSession) -> str:
@@ -171,4 +191,7 @@ def end_session(spark: SparkSession | None) -> None:
     getOrCreate shares it with the rest of the process, and it ends with the process)."""
 
     if spark is not None and is_connect(spark):
+        # One attempt: releasing is a courtesy (a server drops idle sessions itself), and
+        # retrying a server that went away would keep the command from exiting.
+        spark.client.set_retry_policies([])
         spark.stop()
