@@ -13,8 +13,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -50,6 +52,16 @@ class ExactSlots {
       *slot = a + b;
     else
       spill(slot, b);  // inexact, an infinity or NaN, or a slot that already moved
+  }
+
+  // slot += b, exactly, where every term of the table so far (b too) is a multiple of 2^q and
+  // limit is 2^(q + 53) (ExactBound::sum_limit): a sum below it is exact. Others take add's check.
+  SCATTERKIT_ALWAYS_INLINE void add_below(double* slot, double b, double limit) {
+    const double s = *slot + b;
+    if (__builtin_expect(std::fabs(s) < limit, 1))  // false for a moved slot's NaN too
+      *slot = s;
+    else
+      add(slot, b);
   }
 
   // Whether no slot has moved.
@@ -113,6 +125,209 @@ T finish_parts(const ExactSlots<T>* slots, const double* const* tables, int64_t 
       add_value<T>(state, v);
   }
   return finish_state<T>(state, mean, count);
+}
+
+// ---- a bound that proves double sums exact, batched --------------------------------------
+//
+// Every term of a float16, bfloat16 or float32 tensor is a float32. If every term folded into a
+// table is a multiple of 2^q and their magnitudes, each counted as often as it can reach one slot,
+// total less than 2^(q + 53), then every partial sum of every slot is a multiple of 2^q below
+// 2^(q + 53) in magnitude, which a double holds exactly: the adds need no check. Terms are taken
+// a step at a time (scan_terms, vector instructions), so that the check costs a few instructions
+// per step, not per update.
+
+// Terms as the bound sees them: the largest magnitude (float32 bits, sign cleared) and the lowest
+// set bit of any nonzero term, as its exponent plus kLowBias (all ones: no nonzero term).
+struct TermRange {
+  static constexpr int kLowBias = 277;  // 127 for the exponent of a power of two, 150 for its unit
+  uint32_t top = 0;
+  uint32_t low = 0xffffffffu;
+};
+
+// Folds n float32 bit patterns into r. Branch-free, so that it vectorizes; its unsigned min and
+// max want AVX2 (the build's baseline, SSE2, has none), so hot loops that call it are compiled for
+// AVX2 as well (line_fold.hpp), and scan_terms_dispatch chooses at run time.
+SCATTERKIT_ALWAYS_INLINE void scan_term(uint32_t bits, uint32_t& top, uint32_t& low) {
+  const uint32_t a = bits & 0x7fffffffu;
+  const uint32_t e = a >> 23;
+  const uint32_t m = (a & 0x7fffffu) | (uint32_t(e != 0) << 23);  // the significand
+  // Its lowest set bit, a power of two below 2^24, converts to float exactly: the exponent
+  // field of that float is 127 + the bit's position.
+  const uint32_t lowest = float_bits(float(int32_t(m & (0u - m))));
+  const uint32_t code = ((e > 1u ? e : 1u) + (lowest >> 23)) | (0u - uint32_t(a == 0));
+  top = top > a ? top : a;
+  low = low < code ? low : code;
+}
+
+SCATTERKIT_ALWAYS_INLINE void scan_terms(const uint32_t* bits, int64_t n, TermRange& r) {
+  uint32_t top = r.top, low = r.low;  // locals: no aliasing
+  for (int64_t x = 0; x < n; ++x) scan_term(bits[x], top, low);
+  r.top = top;
+  r.low = low;
+}
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#define SCATTERKIT_EXACT_AVX2 1
+__attribute__((target("avx2"))) inline void scan_terms_avx2(const uint32_t* bits, int64_t n,
+                                                            TermRange& r) {
+  scan_terms(bits, n, r);
+}
+
+// Whether the processor runs AVX2, asked once.
+inline bool has_avx2() {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  return avx2;
+}
+#else
+inline bool has_avx2() { return false; }
+#endif
+
+// scan_terms in AVX2 where the processor has it.
+inline void scan_terms_dispatch(const uint32_t* bits, int64_t n, TermRange& r) {
+#ifdef SCATTERKIT_EXACT_AVX2
+  if (has_avx2()) return scan_terms_avx2(bits, n, r);
+#endif
+  scan_terms(bits, n, r);
+}
+
+// Whether the bound applies to terms of T: float16, bfloat16 and float32, whose terms are float32s
+// (a float64 term can use every bit of a double).
+template <class T>
+constexpr bool bounded_terms_v = !std::is_same_v<T, double>;
+
+// The terms of v[0, n) into r (bounded_terms_v<T>).
+template <class T>
+void scan_values(const T* v, int64_t n, TermRange& r) {
+  if constexpr (std::is_same_v<T, float>) {
+    scan_terms_dispatch(reinterpret_cast<const uint32_t*>(v), n, r);
+  } else {  // converted a chunk at a time
+    constexpr int64_t kChunk = 256;
+    uint32_t bits[kChunk];
+    for (int64_t x0 = 0; x0 < n; x0 += kChunk) {
+      const int64_t m = std::min(kChunk, n - x0);
+      for (int64_t x = 0; x < m; ++x) bits[x] = float_bits(to_float(v[x0 + x]));
+      scan_terms_dispatch(bits, m, r);
+    }
+  }
+}
+
+// The bound of one table (see above). It holds nothing until opened: a fold that keeps it opens
+// it before its first term and then admits every term it folds, so that a table folded
+// otherwise never counts as proven.
+//
+// Past the bound, the lowest bit still gives a cheaper check than TwoSum's: with every term
+// a multiple of 2^q, so is every sum of them, and a + b is exact when its rounded result lies
+// below 2^(q + 53) in magnitude (below it the exact sum is a double; from it on, so is the
+// rounded one). ExactSlots::add_below checks that.
+class ExactBound {
+ public:
+  void open() { holds_ = scanned_ = true; }
+
+  // Admits terms of range r, each of which may reach a slot up to `times` times (a step of
+  // updates: its length; initial values: once). Returns whether the bound still holds: once
+  // broken, it stays so.
+  bool admit(const TermRange& r, double times) {
+    if (r.low < low_) {
+      low_ = r.low;
+      limit_ = limit_of(low_);
+      sum_limit_ = 2 * limit_;
+    }
+    if (r.top >= 0x7f800000u) return holds_ = false;  // an infinity or NaN
+    total_ += double(bits_float(r.top)) * times;
+    return holds_ = holds_ && total_ <= limit_;
+  }
+
+  // Whether every term so far was admitted: add_below may check against sum_limit().
+  bool scanned() const { return scanned_; }
+  bool holds() const { return holds_; }
+  // 2^(q + 53) for terms that are multiples of 2^q (infinite while every term is zero).
+  double sum_limit() const { return sum_limit_; }
+
+  // Whether the sums of the slots of n tables, each under its bound, are exact too.
+  static bool hold_together(const ExactBound* b, int64_t n) {
+    double total = 0;
+    uint32_t low = 0xffffffffu;
+    for (int64_t k = 0; k < n; ++k) {
+      if (!b[k].holds_) return false;
+      total += b[k].total_;
+      low = std::min(low, b[k].low_);
+    }
+    return total <= limit_of(low);
+  }
+
+ private:
+  // 2^(q + 52) for terms that are multiples of 2^q: half the exact limit, a margin far wider
+  // than the rounding of total_ (relative 2^-53 per addition).
+  static double limit_of(uint32_t low) {
+    return low == 0xffffffffu ? std::numeric_limits<double>::infinity()
+                              : std::ldexp(1.0, int(low) - TermRange::kLowBias + 52);
+  }
+
+  uint32_t low_ = 0xffffffffu;
+  double total_ = 0;
+  double limit_ = std::numeric_limits<double>::infinity();
+  double sum_limit_ = std::numeric_limits<double>::infinity();
+  bool holds_ = false, scanned_ = false;
+};
+
+// Starts slots s[0, n) at the initial values v[0, n): a finite one as it is, an infinity or NaN
+// moved to its exact state (its slot -0 first: the identity). One branch-free pass, which
+// vectorizes (with AVX2: start_slots chooses), and a second only where a value is not finite.
+// With `terms`, float32 values are scanned into it in the same pass (scan_terms). Returns
+// whether a value is a NaN.
+template <class T>
+SCATTERKIT_ALWAYS_INLINE bool start_slots_body(const T* v, int64_t n, double* s,
+                                               ExactSlots<T>& slots, TermRange* terms = nullptr) {
+  uint64_t special = 0;
+  if (std::is_same_v<T, float> && terms != nullptr) {  // a float32's bits are the term's
+    uint32_t top = terms->top, low = terms->low;
+    for (int64_t x = 0; x < n; ++x) {
+      const double d = exact_double(v[x]);
+      s[x] = d;
+      uint64_t b;
+      std::memcpy(&b, &d, sizeof b);
+      special |= (~b & 0x7ff0000000000000u) == 0;  // an infinity or NaN
+      scan_term(float_bits(float(d)), top, low);
+    }
+    terms->top = top;
+    terms->low = low;
+  } else {
+    for (int64_t x = 0; x < n; ++x) {
+      const double d = exact_double(v[x]);
+      s[x] = d;
+      uint64_t b;
+      std::memcpy(&b, &d, sizeof b);
+      special |= (~b & 0x7ff0000000000000u) == 0;
+    }
+    if constexpr (bounded_terms_v<T>)
+      if (terms != nullptr) scan_values(v, n, *terms);
+  }
+  if (!special) return false;
+  bool nan = false;
+  for (int64_t x = 0; x < n; ++x) {
+    const double d = s[x];
+    if (std::isfinite(d)) continue;
+    s[x] = -0.0;
+    slots.add(s + x, d);
+    nan |= d != d;
+  }
+  return nan;
+}
+
+#ifdef SCATTERKIT_EXACT_AVX2
+template <class T>
+__attribute__((target("avx2"))) bool start_slots_avx2(const T* v, int64_t n, double* s,
+                                                      ExactSlots<T>& slots) {
+  return start_slots_body(v, n, s, slots);
+}
+#endif
+
+template <class T>
+bool start_slots(const T* v, int64_t n, double* s, ExactSlots<T>& slots) {
+#ifdef SCATTERKIT_EXACT_AVX2
+  if (has_avx2()) return start_slots_avx2(v, n, s, slots);
+#endif
+  return start_slots_body(v, n, s, slots);
 }
 
 // Whether any of v[0, n) is a NaN.

@@ -15,6 +15,7 @@
 #include "scatterkit/config.hpp"
 #include "scatterkit/exact/double_slots.hpp"
 #include "scatterkit/parallel.hpp"
+#include "scatterkit/scratch.hpp"
 
 namespace scatterkit {
 namespace detail {
@@ -28,16 +29,37 @@ inline int64_t exact_parts(int64_t along, int64_t updates, int64_t slots, int64_
                            std::min<int64_t>(threads_for(along, bytes), 1 + 2 * updates / slots));
 }
 
+// Bytes of tables (and counts) from which they take a scratch block (scratch.hpp): past L2.
+constexpr int64_t kScratchTableBytes = int64_t(1) << 20;
+
 // `parts` tables of `slots` double slots, with a count per slot when `counted` (a mean, or
 // targets told apart from untargeted elements); up to kStackSlots of them on the stack.
 template <class T, int64_t kStackSlots = 0>
 class PartTables {
  public:
   PartTables(int64_t parts, int64_t slots, bool counted)
-      : parts_(parts), slots_(slots), spilled_(size_t(parts)), tables_(size_t(parts)) {
-    if (parts * slots > kStackSlots) heap_.reset(new double[size_t(parts * slots)]);
-    table_ = heap_ ? heap_.get() : stack_.data();
-    if (counted) counts_.reset(new uint32_t[size_t(parts * slots)]);
+      : parts_(parts),
+        slots_(slots),
+        spilled_(size_t(parts)),
+        bounds_(size_t(parts)),
+        tables_(size_t(parts)) {
+    const int64_t cells = parts * slots;
+    if (cells * int64_t(counted ? 12 : 8) >= kScratchTableBytes) {
+      // Tables past L2 on huge pages, their memory recycled (scratch.hpp): fresh 4 KB pages
+      // cost their zeroing and a TLB miss on most updates. The counts, if any, follow the
+      // tables in the same block. Smaller ones stay off the scratch block, which a small call
+      // (a batch row's) would otherwise take whole.
+      scratch_.reset(new ScratchArray<double>(counted ? cells + (cells + 1) / 2 : cells));
+      table_ = scratch_->get();
+      if (counted) counts_ = reinterpret_cast<uint32_t*>(table_ + cells);
+    } else {
+      if (cells > kStackSlots) heap_.reset(new double[size_t(cells)]);
+      table_ = heap_ ? heap_.get() : stack_.data();
+      if (counted) {
+        heap_counts_.reset(new uint32_t[size_t(cells)]);
+        counts_ = heap_counts_.get();
+      }
+    }
     for (int64_t k = 0; k < parts; ++k) tables_[size_t(k)] = table_ + k * slots;
   }
   PartTables(const PartTables&) = delete;
@@ -46,20 +68,23 @@ class PartTables {
   // Fetching targets ahead pays once a table leaves L2.
   bool prefetch() const { return slots_ * int64_t(sizeof(double)) > (int64_t(1) << 20); }
 
-  // Calls fold(k, table, counts, spilled) for every part k, threads taking parts, on its table
-  // of -0 (the identity of IEEE addition: -0 + -0 = -0, -0 + +0 = +0), its counts at 0 (null
-  // if not counted) and its slots' exact states. fold returns false at a bad index; then so
-  // does fill.
+  // Calls fold(k, table, counts, spilled, bound) for every part k, threads taking parts, on its
+  // table of -0 (the identity of IEEE addition: -0 + -0 = -0, -0 + +0 = +0), its counts at 0
+  // (null if not counted), its slots' exact states and its bound (double_slots.hpp), which the
+  // fold keeps (or leaves broken: then the finish checks each sum). With first_set, fold sets
+  // every slot of table 0 itself (to the initial values), which is then not filled with -0.
+  // fold returns false at a bad index; then so does fill.
   template <class Fold>
-  bool fill(int64_t bytes, Fold&& fold) {
+  bool fill(int64_t bytes, bool first_set, Fold&& fold) {
     std::atomic<bool> bad{false};
     parallel_for(parts_, bytes, [&](int64_t k0, int64_t k1) {
       for (int64_t k = k0; k < k1; ++k) {
         double* tab = table_ + k * slots_;
-        std::fill_n(tab, slots_, -0.0);
-        uint32_t* cnt = counts_ ? counts_.get() + k * slots_ : nullptr;
+        if (k != 0 || !first_set) std::fill_n(tab, slots_, -0.0);
+        uint32_t* cnt = counts_ ? counts_ + k * slots_ : nullptr;
         if (cnt) std::fill_n(cnt, slots_, 0u);
-        if (!fold(k, tab, cnt, spilled_[size_t(k)])) bad.store(true, std::memory_order_relaxed);
+        if (!fold(k, tab, cnt, spilled_[size_t(k)], bounds_[size_t(k)]))
+          bad.store(true, std::memory_order_relaxed);
       }
     });
     return !bad.load();
@@ -75,6 +100,17 @@ class PartTables {
       const double* tab = table_;
       parallel_for(slots_, slots_ * fast_bytes, [&](int64_t b, int64_t e) {
         for (int64_t r = b; r < e; ++r) put(r, round_double<T>(tab[r]));
+      });
+      return;
+    }
+    if (!counts_ && !mean && ExactBound::hold_together(bounds_.data(), parts_)) {
+      // every slot holds its part's sum, and the parts' sums add exactly
+      parallel_for(slots_, slots_ * (fast_bytes + (parts_ - 1) * 8), [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          double sum = table_[r];
+          for (int64_t k = 1; k < parts_; ++k) sum += table_[k * slots_ + r];
+          put(r, round_double<T>(sum));
+        }
       });
       return;
     }
@@ -100,10 +136,13 @@ class PartTables {
  private:
   int64_t parts_, slots_;
   std::array<double, size_t(kStackSlots)> stack_;  // left uninitialized: fill sets it
+  std::unique_ptr<ScratchArray<double>> scratch_;
   std::unique_ptr<double[]> heap_;
+  std::unique_ptr<uint32_t[]> heap_counts_;
   double* table_;
-  std::unique_ptr<uint32_t[]> counts_;
+  uint32_t* counts_ = nullptr;
   std::vector<ExactSlots<T>> spilled_;
+  std::vector<ExactBound> bounds_;
   std::vector<const double*> tables_;
 };
 

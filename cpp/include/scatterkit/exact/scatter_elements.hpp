@@ -11,7 +11,10 @@
 
 #include "scatterkit/copy.hpp"
 #include "scatterkit/exact/double_slots.hpp"
+#include "scatterkit/exact/line_fold.hpp"
 #include "scatterkit/exact/part_tables.hpp"
+#include "scatterkit/exact/ranges.hpp"
+#include "scatterkit/ops/elements/strategy.hpp"
 #include "scatterkit/ops/elements/walk.hpp"
 #include "scatterkit/parallel.hpp"
 #include "scatterkit/prefetch.hpp"
@@ -50,6 +53,12 @@ bool fold_exact_part(const ElementsLayout& l, const KI* idx, const T* upd, doubl
   return true;
 }
 
+// Whether layout l is one contiguous line along the axis (a 1-D histogram).
+inline bool one_line(const ElementsLayout& l) {
+  return l.outer == 1 && l.inner == 1 && l.axis_stride == 1 && l.inner_offset.empty() &&
+         l.outer_offset.empty();
+}
+
 // Updates up to which exact_elements_dense scans them for the bound that lets
 // it skip the checks: a batch row's, not a large histogram's, whose many terms
 // rarely fit the bound and would pay for the scan.
@@ -66,28 +75,42 @@ bool exact_elements_dense(const ElementsLayout& l, const KI* idx, const T* upd, 
                           T* out, int64_t count, bool mean, bool use_init_val, IndexRange valid,
                           int64_t bytes) {
   const int64_t updates = l.outer * l.along * l.inner;
+  // One line past the cache: range by range (ranges.hpp), as the inexact fold goes.
+  if (range_fold_pays(l, count * int64_t(sizeof(T)), updates))
+    return exact_line_by_ranges(idx, upd, data, out, updates, count, mean, use_init_val, valid);
   const int64_t parts = exact_parts(l.along, updates, count, bytes);
   // Targets are told apart from untargeted elements (which keep data) by
   // their counts: needed for the mean, without use_init_val, and for a NaN
   // in data, which a targeted element turns into the default NaN.
   const bool counted = mean || !use_init_val || any_nan(data, count);
-  const bool checked = updates > kUncheckedScanMax ||
-                       !double_sums_exact(upd, updates, use_init_val ? data : nullptr, count);
+  // One contiguous line (a 1-D histogram): the streaming fold with its bound (line_fold.hpp).
+  const bool line = one_line(l);
+  const bool checked =
+      !line && (updates > kUncheckedScanMax ||
+                !double_sums_exact(upd, updates, use_init_val ? data : nullptr, count));
   PartTables<T, kExactStackSlots> tables(parts, count, counted);
   const bool prefetch = tables.prefetch();
-  const bool ok = tables.fill(bytes, [&](int64_t k, double* tab, uint32_t* cnt, ExactSlots<T>& sl) {
-    if (k == 0 && use_init_val)
-      for (int64_t x = 0; x < count; ++x) {
-        const double v = exact_double(data[x]);
-        if (std::isfinite(v))
-          tab[x] = v;
-        else
-          sl.add(tab + x, v);
+  auto fold = [&](int64_t k, double* tab, uint32_t* cnt, ExactSlots<T>& sl, ExactBound& bound) {
+    if constexpr (bounded_terms_v<T>)
+      if (line) bound.open();
+    if (k == 0 && use_init_val) {
+      start_slots(data, count, tab, sl);
+      if constexpr (bounded_terms_v<T>) {
+        if (line) {
+          TermRange r;
+          scan_values(data, count, r);
+          bound.admit(r, 1.0);  // one initial value per slot
+        }
       }
+    }
     const int64_t j0 = l.along * k / parts, j1 = l.along * (k + 1) / parts;
+    if (line)
+      return fold_exact_line(idx + j0, upd + j0, j1 - j0, l.axis_size, valid, tab, cnt, sl, bound,
+                             prefetch);
     return checked ? fold_exact_part<true>(l, idx, upd, tab, cnt, sl, j0, j1, valid, prefetch)
                    : fold_exact_part<false>(l, idx, upd, tab, cnt, sl, j0, j1, valid, prefetch);
-  });
+  };
+  const bool ok = tables.fill(bytes, use_init_val, fold);
   if (!ok) return false;
   tables.template finish<true>(
       mean, use_init_val, int64_t(sizeof(T) + 8), [out](int64_t x, T v) { out[x] = v; },
@@ -182,25 +205,27 @@ bool exact_elements_compact(const ElementsLayout& l, const KI* idx, const T* upd
   const int64_t parts = exact_parts(updates, updates, hit, bytes);
   PartTables<T> tables(parts, hit, mean);
   const bool prefetch = tables.prefetch();
-  tables.fill(bytes, [&](int64_t k, double* tab, uint32_t* cnt, ExactSlots<T>& sl) {
-    if (k == 0 && use_init_val)
-      for (int64_t r = 0; r < hit; ++r) sl.add(tab + r, exact_double(data[element[size_t(r)]]));
-    const int64_t p0 = updates * k / parts, p1 = updates * (k + 1) / parts;
-    int64_t* slot = target.get();  // the targets' numbers, from here on
-    for (int64_t p = p0; p < p1; ++p) slot[p] = rank(slot[p]);
-    const int64_t ahead = prefetch ? p1 - kPrefetchDistance : p0;
-    int64_t p = p0;
-    for (; p < ahead; ++p) {
-      prefetch_l2(tab + slot[p + kPrefetchDistance]);
-      sl.add(tab + slot[p], exact_double(upd[p]));
-      if (cnt) ++cnt[slot[p]];
-    }
-    for (; p < p1; ++p) {
-      sl.add(tab + slot[p], exact_double(upd[p]));
-      if (cnt) ++cnt[slot[p]];
-    }
-    return true;
-  });
+  tables.fill(bytes, false,
+              [&](int64_t k, double* tab, uint32_t* cnt, ExactSlots<T>& sl, ExactBound&) {
+                if (k == 0 && use_init_val)
+                  for (int64_t r = 0; r < hit; ++r)
+                    sl.add(tab + r, exact_double(data[element[size_t(r)]]));
+                const int64_t p0 = updates * k / parts, p1 = updates * (k + 1) / parts;
+                int64_t* slot = target.get();  // the targets' numbers, from here on
+                for (int64_t p = p0; p < p1; ++p) slot[p] = rank(slot[p]);
+                const int64_t ahead = prefetch ? p1 - kPrefetchDistance : p0;
+                int64_t p = p0;
+                for (; p < ahead; ++p) {
+                  prefetch_l2(tab + slot[p + kPrefetchDistance]);
+                  sl.add(tab + slot[p], exact_double(upd[p]));
+                  if (cnt) ++cnt[slot[p]];
+                }
+                for (; p < p1; ++p) {
+                  sl.add(tab + slot[p], exact_double(upd[p]));
+                  if (cnt) ++cnt[slot[p]];
+                }
+                return true;
+              });
   if (!out_holds_data) parallel_copy(out, data, count * int64_t(sizeof(T)));
   const int64_t* el = element.get();
   tables.template finish<false>(

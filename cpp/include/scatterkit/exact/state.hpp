@@ -12,12 +12,19 @@
 // (superaccumulator.hpp describes the words). All zeros is the empty state (no terms).
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "scatterkit/config.hpp"
+#include "scatterkit/exact/double_slots.hpp"
+#include "scatterkit/exact/line_fold.hpp"
 #include "scatterkit/exact/superaccumulator.hpp"
 #include "scatterkit/index.hpp"
+#include "scatterkit/parallel.hpp"
 #include "scatterkit/tensor.hpp"
 
 namespace scatterkit {
@@ -48,6 +55,70 @@ inline void check_states(const char* op, DType dtype, const uint64_t* states, in
   });
 }
 
+}  // namespace detail
+
+namespace detail {
+inline namespace SCATTERKIT_KERNELS {
+
+// Terms at most this many at a time through one table of slots: their counts are 32-bit.
+constexpr int64_t kSlotFoldTerms = int64_t(1) << 31;
+
+// Folds the n terms upd[p] into the states of `elements` elements at the flat targets tgt[p]
+// (a negative one wraps once) through tables of double slots, which are then added to the
+// states: a sum in a double slot costs an add (the exact sums' fast path, line_fold.hpp), where a
+// state costs a superaccumulator's words per term. Threads split the terms, each into a table of
+// its own: the sums being exact, any split gives the same words. A slot holds its terms' exact
+// sum (or has moved to an exact state, merged in), and a slot's sum is -0 exactly when every
+// term was -0 (an empty slot's -0 adds nothing), so the flags come out as the terms' own.
+// Returns false, with the states unchanged, if a target lies outside [-elements, elements) and n
+// is at most kSlotFoldTerms (else the targets must have been checked).
+template <class T, class I>
+bool fold_states_through_slots(uint64_t* states, int64_t elements, const I* tgt, const T* upd,
+                               int64_t n) {
+  using L = ExactLayout<T>;
+  const int64_t bytes = n * int64_t(sizeof(I) + sizeof(T));
+  // a table per thread, while the tables stay small next to the terms
+  const int64_t parts =
+      std::max<int64_t>(1, std::min<int64_t>(threads_for(n, bytes), 1 + 2 * n / elements));
+  std::unique_ptr<double[]> tab(new double[size_t(parts * elements)]);
+  std::unique_ptr<uint32_t[]> cnt(new uint32_t[size_t(parts * elements)]);
+  std::vector<ExactSlots<T>> slots(static_cast<size_t>(parts));
+  const bool fetch = elements * int64_t(sizeof(double)) > (int64_t(1) << 20);
+  for (int64_t p0 = 0; p0 < n; p0 += kSlotFoldTerms) {
+    const int64_t m = std::min(kSlotFoldTerms, n - p0);
+    std::atomic<bool> bad{false};
+    parallel_for(parts, bytes, [&](int64_t k0, int64_t k1) {
+      for (int64_t k = k0; k < k1; ++k) {
+        double* t = tab.get() + k * elements;
+        uint32_t* c = cnt.get() + k * elements;
+        std::fill_n(t, elements, -0.0);
+        std::fill_n(c, elements, 0u);
+        slots[size_t(k)] = ExactSlots<T>();
+        ExactBound bound;
+        if constexpr (bounded_terms_v<T>) bound.open();
+        const int64_t a = p0 + m * k / parts, b = p0 + m * (k + 1) / parts;
+        if (!fold_exact_line(tgt + a, upd + a, b - a, elements, IndexRange{-elements, elements}, t,
+                             c, slots[size_t(k)], bound, fetch))
+          bad.store(true, std::memory_order_relaxed);
+      }
+    });
+    if (bad.load()) return false;
+    for (int64_t x = 0; x < elements; ++x) {
+      uint64_t* s = states + x * L::kWords;
+      for (int64_t k = 0; k < parts; ++k) {
+        const double v = tab[size_t(k * elements + x)];
+        if (const uint64_t* moved = slots[size_t(k)].state(v))
+          merge_state<T>(s, moved);
+        else
+          add_value<T>(s, v);
+        s[L::kCount] += cnt[size_t(k * elements + x)];
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace SCATTERKIT_KERNELS
 }  // namespace detail
 
 inline namespace SCATTERKIT_KERNELS {
@@ -105,11 +176,28 @@ inline void exact_state_fold(DType dtype, uint64_t* states, const Shape& shape,
   visit_index(indices.type, [&](auto itag) {
     using I = typename decltype(itag)::type;
     const I* idx = static_cast<const I*>(indices.data);
-    check_index_tuples(name, idx, tuples, k, shape, indices.shape, true);
+    const int64_t elements = numel(shape);
+    // Many terms a state fold through a table of slots; with one coordinate a tuple, it checks
+    // each index as it reads it, before any state changes.
+    const bool through_slots = slab == 1 && !subtract && tuples >= elements;
+    const bool checks_as_it_folds = through_slots && k == 1 && tuples <= kSlotFoldTerms;
+    if (!checks_as_it_folds) check_index_tuples(name, idx, tuples, k, shape, indices.shape, true);
     visit_float(name, dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       using L = ExactLayout<T>;
       const T* upd = static_cast<const T*>(updates.data);
+      if (through_slots) {
+        if (k == 1) {
+          if (!fold_states_through_slots(states, elements, idx, upd, tuples))
+            check_index_tuples(name, idx, tuples, k, shape, indices.shape, true);  // throws
+        } else {
+          std::vector<int64_t> flat(static_cast<size_t>(tuples));
+          for (int64_t p = 0; p < tuples; ++p)
+            flat[size_t(p)] = flat_tuple(idx, p, size_t(k), shape);
+          fold_states_through_slots(states, elements, flat.data(), upd, tuples);
+        }
+        return;
+      }
       for (int64_t p = 0; p < tuples; ++p) {
         const int64_t flat = flat_tuple(idx, p, size_t(k), shape);
         for (int64_t e = 0; e < slab; ++e) {

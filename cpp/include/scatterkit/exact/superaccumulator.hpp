@@ -173,6 +173,15 @@ inline T round_double_mean(double x, uint64_t count) {
   if constexpr (std::is_same_v<T, double>) {
     if (count < (uint64_t(1) << 53)) return q;
   }
+  if constexpr (std::is_same_v<T, float>) {
+    // The same test as below in two instructions: in float's normal range, a halfway point has
+    // the 29 bits of q below a float's last bit at 1000...0.
+    uint64_t b;
+    std::memcpy(&b, &q, sizeof b);
+    if (count < (uint64_t(1) << 53) && std::fabs(q) >= double(std::numeric_limits<float>::min()) &&
+        (b & 0x1fffffffu) != 0x10000000u)
+      return float(q);
+  }
   // q rounded to T is the right answer unless q is a halfway point of T,
   // where the division's own rounding may have crossed it: then divide exactly.
   if (!std::is_same_v<T, double> && count < (uint64_t(1) << 53) && std::isfinite(q) && q != 0) {

@@ -30,7 +30,8 @@ enum class ElementsStrategy {
   kFusedFold,         // validation fused into a fold on a scratch copy (fused.hpp)
   kFusedFoldInParts,  // the same, each line split between threads (fused.hpp)
   kFoldByRanges,      // a 1-D table past the cache, its updates written out by range (ranges.hpp)
-  kExactTable,        // exact sum or mean in tables of double slots (exact/scatter_elements.hpp)
+  kExactTable,        // exact sum or mean in tables of double slots (exact/scatter_elements.hpp);
+                      // a 1-D histogram past the cache, range by range (exact/ranges.hpp)
   kExactCompact,      // the same, in tables over the targeted elements only
 };
 
@@ -211,8 +212,10 @@ inline ElementsPlan choose_elements_strategy(const ElementsLayout& l, const Elem
   using S = ElementsStrategy;
   ElementsPlan plan;
   if (c.exact_sum) {
-    const bool table =
-        c.updates > 0 && c.data_count > 0 && exact_table_fits(c.data_count, c.updates);
+    // A 1-D histogram past the cache goes by ranges of its table (exact/ranges.hpp).
+    const bool table = c.updates > 0 && c.data_count > 0 &&
+                       (exact_table_fits(c.data_count, c.updates) ||
+                        range_fold_pays(l, c.data_count * c.itemsize, c.updates));
     plan.strategy = table ? S::kExactTable : S::kExactCompact;
     return plan;
   }
