@@ -29,6 +29,8 @@ OMP_WAIT_POLICY=PASSIVE build/release/bench/bench_scatter_elements_update \
   --benchmark_filter='W2_f32_i64/none.*threads:1|bound_W2' --benchmark_min_time=0.05
 SCATTERKIT_HISTOGRAM_UPDATES=100000 OMP_WAIT_POLICY=PASSIVE build/release/bench/bench_histogram \
   --benchmark_filter='H_range_pass/.*/bins:16777216/' --benchmark_min_time=0.05
+OMP_WAIT_POLICY=PASSIVE build/release/bench/bench_exact --rounds 1 --updates 100000 --bins 4096 \
+  --threads 1
 
 section "Install into a temporary prefix"
 prefix="$work/prefix"
