@@ -49,6 +49,21 @@ BatchKind kind_of(const std::string& kind) {
   throw ValueError("run_batch: unknown operation '" + kind + "'");
 }
 
+// Whether exact applies is the kernels' decision (exact_applies), made here once for the
+// call: a reduction it is not defined for is an error of the call, not one of every row.
+void check_exact(const char* op, const BatchOp& b) {
+  switch (b.kind) {
+    case BatchKind::kScatterElementsUpdate:
+      detail::exact_applies(op, b.options, b.dtype, b.reduction, detail::kElementsExactReductions);
+      break;
+    case BatchKind::kScatterNDUpdate:
+      detail::exact_applies(op, b.options, b.dtype, b.reduction, detail::kNDExactReductions);
+      break;
+    default:  // no reduction to make exact
+      detail::exact_applies(op, b.options, b.dtype, b.reduction, std::array<Reduction, 0>{});
+  }
+}
+
 }  // namespace
 
 void bind_batch(py::module_& m) {
@@ -72,6 +87,7 @@ void bind_batch(py::module_& m) {
         b.stops = stops;
         b.steps = steps;
         b.axes = axes;
+        check_exact(op, b);
         if (rows < 0) throw ValueError(std::string(op) + ": rows must be >= 0");
         const RaggedRef d = ragged_of(op, data, "data", rows);
         const RaggedRef u = ragged_of(op, updates, "updates", rows);

@@ -1452,6 +1452,24 @@ def test_run_batch_exact_errors(rng):
             )
         with pytest.raises(ValueError, match=reduction):
             run_batch("ScatterNDUpdate-15", data, upd, idx, reduction=reduction, exact=True)
+        # an error of the call, not of each row: a batch of no rows (a Spark driver's dry
+        # run) raises it too
+        none, no_idx = Ragged.from_arrays([], np.float32), Ragged.from_arrays([], np.int64)
+        with pytest.raises(ValueError, match=f"reduction '{reduction}'"):
+            run_batch(
+                "ScatterElementsUpdate-12",
+                none,
+                none,
+                no_idx,
+                axis=0,
+                reduction=reduction,
+                exact=True,
+            )
+    # operations without a reduction have none to make exact
+    with pytest.raises(ValueError, match="exact=True is not defined for reduction 'none'"):
+        run_batch("ScatterUpdate-3", data, upd, Ragged.from_arrays([[1]] * 3), exact=True)
+    with pytest.raises(ValueError, match="exact=True is not defined for reduction 'none'"):
+        run_batch("SliceScatter-15", data, upd, start=0, stop=1, step=1, axis=0, exact=True)
     with pytest.raises(TypeError, match="exact"):
         run_batch("ScatterElementsUpdate-12", data, upd, idx, axis=0, reduction="sum", exact=1)
     # integer rows: exact changes nothing, prod included

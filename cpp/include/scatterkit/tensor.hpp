@@ -2,6 +2,7 @@
 // take them. Callers keep the buffers alive for the call.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -174,10 +175,19 @@ inline void check_reduction(const char* op, Reduction reduction, DType dtype,
     throw_type_error(op, "reduction 'mean' is not supported for bool data");
 }
 
+// The reductions exact=True is defined for on float data: scatter_elements_update's and
+// scatter_nd_update's (the other operations have none to make exact).
+inline constexpr std::array<Reduction, 4> kElementsExactReductions{
+    Reduction::kSum, Reduction::kMean, Reduction::kMin, Reduction::kMax};
+inline constexpr std::array<Reduction, 4> kNDExactReductions{Reduction::kSum, Reduction::kSub,
+                                                             Reduction::kMin, Reduction::kMax};
+
 // Whether options.exact applies: float data, with one of the reductions that
-// `supported` lists (else ValueError, naming the reduction).
+// `supported` lists (else ValueError, naming the reduction). The kernels decide it per
+// call, and the batch entry once for all its rows.
+template <size_t N>
 inline bool exact_applies(const char* op, const OpOptions& options, DType dtype,
-                          Reduction reduction, std::initializer_list<Reduction> supported) {
+                          Reduction reduction, const std::array<Reduction, N>& supported) {
   const bool is_float = dtype == DType::kFloat16 || dtype == DType::kBFloat16 ||
                         dtype == DType::kFloat32 || dtype == DType::kFloat64;
   if (!options.exact || !is_float) return false;
@@ -189,8 +199,8 @@ inline bool exact_applies(const char* op, const OpOptions& options, DType dtype,
   }
   if (!ok)
     throw_value_error(op, std::string("exact=True is not defined for reduction '") +
-                              reduction_name(reduction) + "' on float data (it is for " + names +
-                              ")");
+                              reduction_name(reduction) + "' on float data" +
+                              (names.empty() ? "" : " (it is for " + names + ")"));
   return true;
 }
 

@@ -74,9 +74,7 @@ inline ElementsRun plan_elements(const char* op, const TensorRef& data, const Sh
                                  bool use_init_val, const OpOptions& options, bool in_place) {
   ElementsRun run;
   if (numel(ishape) > 0) run.layout = make_elements_layout(data.shape, ishape, size_t(axis));
-  const bool exact =
-      exact_applies(op, options, data.dtype, reduction,
-                    {Reduction::kSum, Reduction::kMean, Reduction::kMin, Reduction::kMax});
+  const bool exact = exact_applies(op, options, data.dtype, reduction, kElementsExactReductions);
   run.call = make_elements_call(op, data.shape, data.dtype, int64_t(data.itemsize), numel(ishape),
                                 index_size, reduction, use_init_val, exact, in_place);
   run.plan = choose_elements_strategy(run.layout, run.call);

@@ -111,9 +111,7 @@ void scatter_nd_update_for_index(const TensorRef& data, const I* raw, const Shap
   const size_t rank = data.shape.size(), k = size_t(ishape.back());
   const int64_t tuples = product(ishape, 0, ishape.size() - 1);
   const int64_t slab = product(data.shape, k, rank);
-  const bool exact =
-      exact_applies(op, options, data.dtype, reduction,
-                    {Reduction::kSum, Reduction::kSub, Reduction::kMin, Reduction::kMax});
+  const bool exact = exact_applies(op, options, data.dtype, reduction, kNDExactReductions);
   // Each coordinate against its own axis (the shared parallel scan), then,
   // only on failure, the first offender in C order for the message.
   const int64_t kk = int64_t(k);
