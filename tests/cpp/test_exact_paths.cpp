@@ -319,6 +319,33 @@ TEST(ExactLinePaths, SignedZerosEqualTheReference) {
   }
 }
 
+// Float means that land on a halfway point between two floats: the mean itself when the division
+// was exact (to even), else just off it, which only the exact division tells.
+TEST(ExactLinePaths, MeansAtHalfwayPointsRoundOnce) {
+  const float u = std::ldexp(1.0f, -24);
+  struct Case {
+    std::vector<float> terms;
+    float want;
+  };
+  const std::vector<Case> cases = {
+      {{3.0f, 3 * u, 0.0f}, 1.0f},                           // 1 + 2^-24: to even
+      {{-3.0f, -3 * u, -0.0f}, -1.0f},                       // the same, negative
+      {{3.0f, 9 * u, 0.0f}, 1.0f + 4 * u},                   // 1 + 3 * 2^-24: to even
+      {{3.0f, 3 * u, std::ldexp(1.0f, -60)}, 1.0f + 2 * u},  // just above halfway
+      {{3.0f, 3 * u, -std::ldexp(1.0f, -60)}, 1.0f},         // just below
+      {{1.0f, 1.0f, 1.0f + 2 * u, 1.0f, 1.0f}, 1.0f},        // 0.4 of an ulp above 1
+  };
+  for (const Case& c : cases) {
+    const std::vector<int64_t> idx(c.terms.size(), 0);
+    const std::vector<float> data = {5.0f};
+    const auto want = reference(data, idx, c.terms, true, false);
+    EXPECT_EQ(want[0], c.want) << c.terms[1];  // the case is what it claims
+    for (int threads : {1, 2})
+      EXPECT_TRUE(same_bits(exact_call(data, idx, c.terms, Reduction::kMean, false, threads), want))
+          << c.terms[1] << ", threads " << threads;
+  }
+}
+
 // A bad index leaves out untouched wherever it is: in the first step, in a step that adds
 // unchecked, in the tail; out of place and in place.
 TEST(ExactLinePaths, BadIndexLeavesOutUntouched) {

@@ -37,14 +37,15 @@ constexpr int64_t kScratchTableBytes = int64_t(1) << 20;
 template <class T, int64_t kStackSlots = 0>
 class PartTables {
  public:
-  PartTables(int64_t parts, int64_t slots, bool counted)
+  // may_scratch: false where the caller holds the scratch block itself.
+  PartTables(int64_t parts, int64_t slots, bool counted, bool may_scratch = true)
       : parts_(parts),
         slots_(slots),
         spilled_(size_t(parts)),
         bounds_(size_t(parts)),
         tables_(size_t(parts)) {
     const int64_t cells = parts * slots;
-    if (cells * int64_t(counted ? 12 : 8) >= kScratchTableBytes) {
+    if (may_scratch && cells * int64_t(counted ? 12 : 8) >= kScratchTableBytes) {
       // Tables past L2 on huge pages, their memory recycled (scratch.hpp): fresh 4 KB pages
       // cost their zeroing and a TLB miss on most updates. The counts, if any, follow the
       // tables in the same block. Smaller ones stay off the scratch block, which a small call

@@ -18,6 +18,7 @@
 #include "scatterkit/ops/elements/walk.hpp"
 #include "scatterkit/parallel.hpp"
 #include "scatterkit/prefetch.hpp"
+#include "scatterkit/scratch.hpp"
 
 namespace scatterkit {
 namespace detail {
@@ -146,11 +147,20 @@ bool exact_elements_compact(const ElementsLayout& l, const KI* idx, const T* upd
     return true;
   }
   const int64_t words = (count + 63) / 64;
+  const int64_t line_parts = threads_for(updates, bytes);
+  // One block for the arrays below, recycled (scratch.hpp) when it is large: fresh pages for
+  // them cost more than the fold itself on a large output. A small one (a batch row's) stays
+  // off the one recycled block.
+  const int64_t block_words = 2 * updates + (line_parts + 1) * words + 1;
+  const bool recycled = block_words * 8 >= kScratchTableBytes;
+  std::unique_ptr<ScratchArray<uint64_t>> scratch(recycled ? new ScratchArray<uint64_t>(block_words)
+                                                           : nullptr);
+  std::unique_ptr<uint64_t[]> heap(recycled ? nullptr : new uint64_t[size_t(block_words)]);
+  uint64_t* const block = recycled ? scratch->get() : heap.get();
   // Each update's target (data offset), in update order, and the targets' bitmap: one per
   // part of the lines, merged.
-  std::unique_ptr<int64_t[]> target(new int64_t[size_t(updates)]);
-  const int64_t line_parts = threads_for(updates, bytes);
-  std::unique_ptr<uint64_t[]> maps(new uint64_t[size_t(line_parts * words)]);
+  int64_t* const target = reinterpret_cast<int64_t*>(block);
+  uint64_t* const maps = block + updates;
   std::atomic<bool> bad{false};
   // Parts split the largest of the outer, along and inner extents.
   const int64_t split = l.outer >= line_parts   ? 0
@@ -159,7 +169,7 @@ bool exact_elements_compact(const ElementsLayout& l, const KI* idx, const T* upd
                                                 : -1;
   parallel_for(split < 0 ? 1 : line_parts, bytes, [&](int64_t k0, int64_t k1) {
     for (int64_t k = k0; k < k1; ++k) {
-      uint64_t* map = maps.get() + k * words;
+      uint64_t* map = maps + k * words;
       std::fill_n(map, words, uint64_t(0));
       LineBlock blk{0, l.outer, 0, l.inner, 0, l.along};
       if (split == 0) blk.o0 = l.outer * k / line_parts, blk.o1 = l.outer * (k + 1) / line_parts;
@@ -167,7 +177,7 @@ bool exact_elements_compact(const ElementsLayout& l, const KI* idx, const T* upd
       if (split == 2) blk.i0 = l.inner * k / line_parts, blk.i1 = l.inner * (k + 1) / line_parts;
       if (blk.o0 == blk.o1 || blk.i0 == blk.i1 || blk.j0 == blk.j1) continue;
       const int64_t first = l.outer_at(blk.o0);
-      int64_t* tgt = target.get();
+      int64_t* tgt = target;
       auto mark = [tgt, map, first](int64_t, int64_t t, int64_t p) {
         const int64_t x = first + t;
         tgt[p] = x;
@@ -178,9 +188,9 @@ bool exact_elements_compact(const ElementsLayout& l, const KI* idx, const T* upd
   });
   if (bad.load()) return false;
   const int64_t maps_used = split < 0 ? 1 : line_parts;
-  uint64_t* map = maps.get();
+  uint64_t* map = maps;
   // before[w]: the targets below word w.
-  std::unique_ptr<int64_t[]> before(new int64_t[size_t(words + 1)]);
+  int64_t* const before = reinterpret_cast<int64_t*>(maps + line_parts * words);
   int64_t hit = 0;
   for (int64_t w = 0; w < words; ++w) {
     uint64_t bits = map[w];
@@ -190,12 +200,12 @@ bool exact_elements_compact(const ElementsLayout& l, const KI* idx, const T* upd
     hit += bit_count(bits);
   }
   before[size_t(words)] = hit;
-  auto rank = [map, &before](int64_t x) {
+  auto rank = [map, before](int64_t x) {
     const uint64_t below = map[x >> 6] & ((uint64_t(1) << (x & 63)) - 1);
     return before[size_t(x >> 6)] + bit_count(below);
   };
   // element[r]: the target numbered r.
-  std::unique_ptr<int64_t[]> element(new int64_t[size_t(hit)]);
+  int64_t* const element = before + words + 1;  // hit <= updates of them
   for (int64_t w = 0; w < words; ++w) {
     int64_t r = before[size_t(w)];
     for (uint64_t bits = map[w]; bits != 0; bits &= bits - 1)
@@ -203,7 +213,7 @@ bool exact_elements_compact(const ElementsLayout& l, const KI* idx, const T* upd
   }
   // Tables of `hit` slots, one per part of the updates, as in exact_elements_dense.
   const int64_t parts = exact_parts(updates, updates, hit, bytes);
-  PartTables<T> tables(parts, hit, mean);
+  PartTables<T> tables(parts, hit, mean, !recycled);  // one recycled block at a time
   const bool prefetch = tables.prefetch();
   tables.fill(bytes, false,
               [&](int64_t k, double* tab, uint32_t* cnt, ExactSlots<T>& sl, ExactBound&) {
@@ -211,7 +221,7 @@ bool exact_elements_compact(const ElementsLayout& l, const KI* idx, const T* upd
                   for (int64_t r = 0; r < hit; ++r)
                     sl.add(tab + r, exact_double(data[element[size_t(r)]]));
                 const int64_t p0 = updates * k / parts, p1 = updates * (k + 1) / parts;
-                int64_t* slot = target.get();  // the targets' numbers, from here on
+                int64_t* slot = target;  // the targets' numbers, from here on
                 for (int64_t p = p0; p < p1; ++p) slot[p] = rank(slot[p]);
                 const int64_t ahead = prefetch ? p1 - kPrefetchDistance : p0;
                 int64_t p = p0;
@@ -227,7 +237,7 @@ bool exact_elements_compact(const ElementsLayout& l, const KI* idx, const T* upd
                 return true;
               });
   if (!out_holds_data) parallel_copy(out, data, count * int64_t(sizeof(T)));
-  const int64_t* el = element.get();
+  const int64_t* el = element;
   tables.template finish<false>(
       mean, use_init_val, int64_t(sizeof(T) + 16), [out, el](int64_t r, T v) { out[el[r]] = v; },
       [](int64_t) {});

@@ -178,9 +178,12 @@ inline T round_double_mean(double x, uint64_t count) {
     // the 29 bits of q below a float's last bit at 1000...0.
     uint64_t b;
     std::memcpy(&b, &q, sizeof b);
-    if (count < (uint64_t(1) << 53) && std::fabs(q) >= double(std::numeric_limits<float>::min()) &&
-        (b & 0x1fffffffu) != 0x10000000u)
-      return float(q);
+    if (count < (uint64_t(1) << 53) && std::fabs(q) >= double(std::numeric_limits<float>::min())) {
+      if ((b & 0x1fffffffu) != 0x10000000u) return float(q);
+      // A halfway point is the mean itself, which rounds to even, when the division was exact:
+      // q (25 significant bits) times a count below 2^28 is exact, so it then gives x back.
+      if (count < (uint64_t(1) << 28) && q * double(count) == x) return float(q);
+    }
   }
   // q rounded to T is the right answer unless q is a halfway point of T,
   // where the division's own rounding may have crossed it: then divide exactly.
