@@ -29,10 +29,15 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
 #include "scatterkit/scatterkit.hpp"
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -42,6 +47,39 @@ namespace {
 
 namespace sk = scatterkit;
 using sk::Reduction;
+
+// Arrays on transparent huge pages, as NumPy allocates large ones (its arrays are what the
+// Python API gets): on 4 KB pages a table of a few MB misses the TLB on most updates, which
+// would slow the inexact fold's table (the caller's out) and not the exact one's (scratch).
+template <class T>
+struct HugePages {
+  using value_type = T;
+  HugePages() = default;
+  template <class U>
+  HugePages(const HugePages<U>&) {}
+  T* allocate(size_t n) {
+    constexpr size_t kHuge = size_t(2) << 20;
+    const size_t bytes = std::max<size_t>((n * sizeof(T) + kHuge - 1) / kHuge * kHuge, kHuge);
+    void* p = std::aligned_alloc(kHuge, bytes);
+    if (p == nullptr) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+    madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t) { std::free(p); }
+  template <class U>
+  bool operator==(const HugePages<U>&) const {
+    return true;
+  }
+  template <class U>
+  bool operator!=(const HugePages<U>&) const {
+    return false;
+  }
+};
+
+template <class T>
+using Array = std::vector<T, HugePages<T>>;
 
 // SplitMix64, as bench_common.hpp (kept apart: this program has no google-benchmark).
 class Rng {
@@ -60,18 +98,18 @@ class Rng {
   uint64_t state_;
 };
 
-std::vector<float> values(int64_t n, uint64_t stream) {
+Array<float> values(int64_t n, uint64_t stream) {
   Rng rng(stream);
-  std::vector<float> v(static_cast<size_t>(n));
+  Array<float> v(static_cast<size_t>(n));
   for (float& x : v) x = rng.unit();
   return v;
 }
 
 // n indices in [0, bins): uniform, or skewed (half uniform in the first 1% of the bins, half in
 // all of them, shuffled), as compare.py's family H.
-std::vector<int64_t> indices(int64_t n, int64_t bins, bool skewed, uint64_t stream) {
+Array<int64_t> indices(int64_t n, int64_t bins, bool skewed, uint64_t stream) {
   Rng rng(stream);
-  std::vector<int64_t> v(static_cast<size_t>(n));
+  Array<int64_t> v(static_cast<size_t>(n));
   const int64_t hot = std::max<int64_t>(1, bins / 100);
   for (int64_t p = 0; p < n; ++p) v[size_t(p)] = rng.below(skewed && p < n / 2 ? hot : bins);
   if (skewed)
@@ -141,8 +179,8 @@ std::vector<Result> measure(std::vector<Row>& rows, int threads, int rounds) {
 
 // A 1-D ScatterElementsUpdate (a histogram) into out, with use_init_val.
 template <class I>
-void histogram(const std::vector<float>& data, const std::vector<I>& idx,
-               const std::vector<float>& upd, std::vector<float>& out, Reduction r, bool exact) {
+void histogram(const Array<float>& data, const Array<I>& idx, const Array<float>& upd,
+               Array<float>& out, Reduction r, bool exact) {
   sk::OpOptions o;
   o.exact = exact;
   const int64_t bins = int64_t(data.size()), n = int64_t(idx.size());
@@ -153,8 +191,8 @@ void histogram(const std::vector<float>& data, const std::vector<I>& idx,
 // The arrays of one histogram row; kept alive by the row's functions.
 template <class I>
 struct HistogramCase {
-  std::vector<float> data, upd, out;
-  std::vector<I> idx;
+  Array<float> data, upd, out;
+  Array<I> idx;
 };
 
 template <class I>
@@ -164,7 +202,7 @@ Row histogram_row(const std::string& name, int64_t bins, int64_t n, bool skewed,
   c->data.assign(size_t(bins), 0.0f);
   c->out.assign(size_t(bins), 0.0f);
   c->upd = values(n, 62);
-  const std::vector<int64_t> wide = indices(n, bins, skewed, 61);
+  const Array<int64_t> wide = indices(n, bins, skewed, 61);
   c->idx.assign(wide.begin(), wide.end());
   return Row{name, [c, n, threads] { read_floor(c->idx.data(), c->upd.data(), n, *threads); },
              [c, r] { histogram(c->data, c->idx, c->upd, c->out, r, false); },
@@ -174,8 +212,8 @@ Row histogram_row(const std::string& name, int64_t bins, int64_t n, bool skewed,
 // W3: data [1000, 256, 7, 7] (random), indices [125, 20, 7, 6] along axis 0.
 struct W3Case {
   sk::Shape data_shape{1000, 256, 7, 7}, index_shape{125, 20, 7, 6};
-  std::vector<float> data, upd, out;
-  std::vector<int64_t> idx;
+  Array<float> data, upd, out;
+  Array<int64_t> idx;
 };
 
 Row w3_row(const std::string& name, Reduction r, int* threads) {
@@ -202,17 +240,17 @@ Row w3_row(const std::string& name, Reduction r, int* threads) {
 constexpr int64_t kCells = 384, kFlushEvents = int64_t(1) << 21, kFlushes = 64;
 
 struct StateCase {
-  std::vector<int64_t> idx;  // [events, 1]
-  std::vector<float> upd, out;
-  std::vector<uint64_t> state;
+  Array<int64_t> idx;  // [events, 1]
+  Array<float> upd, out;
+  Array<uint64_t> state;
   // kFlushes states and tensors of one flush each, and what they merge into
-  std::vector<uint64_t> states, merged;
-  std::vector<float> tensors, sum;
+  Array<uint64_t> states, merged;
+  Array<float> tensors, sum;
 };
 
-std::vector<float> log_normal(int64_t n, uint64_t stream) {
+Array<float> log_normal(int64_t n, uint64_t stream) {
   Rng rng(stream);
-  std::vector<float> v(static_cast<size_t>(n));
+  Array<float> v(static_cast<size_t>(n));
   for (float& x : v) {  // exp of a normal draw (Box-Muller)
     const double u1 = (double(rng.next() >> 11) + 1) * 0x1p-53,
                  u2 = double(rng.next() >> 11) * 0x1p-53;
@@ -248,7 +286,7 @@ std::shared_ptr<StateCase> state_case() {
 std::vector<Row> state_rows(int* threads) {
   auto c = state_case();
   const int words = sk::exact_state_words(sk::DType::kFloat32);
-  std::vector<float> zeros(size_t(kCells), 0.0f);
+  Array<float> zeros(size_t(kCells), 0.0f);
   Row fold{"S fold 2M into 384 cells",
            [c, threads] { read_floor(c->idx.data(), c->upd.data(), kFlushEvents, *threads); },
            [c, zeros] {
