@@ -376,6 +376,44 @@ TEST(ExactLinePaths, BadIndexLeavesOutUntouched) {
   scatterkit::set_num_threads(2);
 }
 
+// The scan behind the bound (double_slots.hpp): the largest magnitude and the lowest set bit of
+// each term, against the lowest bit found by scaling: every exponent with fractions of no, one
+// and many bits, every subnormal's lowest bit, zeros, and random patterns.
+TEST(ExactBoundScan, LowestBitOfEveryKindOfTerm) {
+  namespace sd = scatterkit::detail;
+  auto want_code = [](float x) -> uint32_t {
+    const double v = std::fabs(double(x));
+    if (v == 0) return 0xffffffffu;
+    int k = 127;  // the largest k with v a multiple of 2^k
+    while (std::ldexp(v, -k) != std::floor(std::ldexp(v, -k))) --k;
+    return uint32_t(k + sd::TermRange::kLowBias);
+  };
+  std::vector<uint32_t> patterns;
+  for (uint32_t e = 0; e < 255; ++e)
+    for (uint32_t f : {0u, 1u, 2u, 0x400000u, 0x7fffffu, 0x123400u, 0x000100u})
+      for (uint32_t sign : {0u, 0x80000000u}) patterns.push_back(sign | e << 23 | f);
+  for (int b = 0; b < 23; ++b) patterns.push_back(uint32_t(1) << b);  // subnormals
+  std::mt19937_64 gen(77);
+  for (int k = 0; k < 200000; ++k) {
+    const uint32_t p = uint32_t(gen());
+    if ((p & 0x7f800000u) != 0x7f800000u) patterns.push_back(p);  // finite
+  }
+  for (uint32_t p : patterns) {
+    float x;
+    std::memcpy(&x, &p, 4);
+    uint32_t top = 0, low = 0xffffffffu;
+    sd::scan_term(p, top, low);
+    ASSERT_EQ(top, p & 0x7fffffffu) << std::hex << p;
+    ASSERT_EQ(low, want_code(x)) << std::hex << p;
+  }
+  // the vector scan agrees with the scalar one over the lot
+  sd::TermRange r, s;
+  sd::scan_terms_dispatch(patterns.data(), int64_t(patterns.size()), r);
+  for (uint32_t p : patterns) sd::scan_term(p, s.top, s.low);
+  EXPECT_EQ(r.top, s.top);
+  EXPECT_EQ(r.low, s.low);
+}
+
 // ---- states --------------------------------------------------------------------------
 
 // exact_state_fold term by term: every term added to its element's state.

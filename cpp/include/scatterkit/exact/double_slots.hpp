@@ -150,9 +150,10 @@ struct TermRange {
 SCATTERKIT_ALWAYS_INLINE void scan_term(uint32_t bits, uint32_t& top, uint32_t& low) {
   const uint32_t a = bits & 0x7fffffffu;
   const uint32_t e = a >> 23;
-  const uint32_t m = (a & 0x7fffffu) | (uint32_t(e != 0) << 23);  // the significand
-  // Its lowest set bit, a power of two below 2^24, converts to float exactly: the exponent
-  // field of that float is 127 + the bit's position.
+  // The significand's lowest set bit: the fraction's, else the implicit one's place (bit 23,
+  // set here whatever the exponent's low bit; a subnormal's fraction has a lower one). That
+  // power of two below 2^24 converts to float exactly, its exponent field 127 + its position.
+  const uint32_t m = a | 0x800000u;
   const uint32_t lowest = float_bits(float(int32_t(m & (0u - m))));
   const uint32_t code = ((e > 1u ? e : 1u) + (lowest >> 23)) | (0u - uint32_t(a == 0));
   top = top > a ? top : a;
