@@ -528,6 +528,23 @@ void check_state_fold_through_slots() {
       }
 }
 
+// No elements: a term has nowhere to go (IndexError), and no terms change nothing.
+TEST(ExactStatePaths, NoElements) {
+  const std::vector<int64_t> idx = {0};
+  const std::vector<float> upd = {1.0f};
+  std::vector<uint64_t> none(8, 0);
+  EXPECT_THROW(scatterkit::exact_state_fold(
+                   scatterkit::DType::kFloat32, none.data(), {0},
+                   scatterkit::IndexRef{idx.data(), {1, 1}, scatterkit::IndexType::kInt64},
+                   scatterkit::TensorRef{upd.data(), {1}, scatterkit::DType::kFloat32, 4}),
+               scatterkit::IndexError);
+  scatterkit::exact_state_fold(
+      scatterkit::DType::kFloat32, none.data(), {0},
+      scatterkit::IndexRef{idx.data(), {0, 1}, scatterkit::IndexType::kInt64},
+      scatterkit::TensorRef{upd.data(), {0}, scatterkit::DType::kFloat32, 4});
+  EXPECT_EQ(none, std::vector<uint64_t>(8, 0));
+}
+
 TEST(ExactStatePaths, FoldThroughSlotsEqualsTermByTerm) {
   check_state_fold_through_slots<float>();
   check_state_fold_through_slots<double>();

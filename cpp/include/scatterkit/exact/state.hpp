@@ -179,7 +179,7 @@ inline void exact_state_fold(DType dtype, uint64_t* states, const Shape& shape,
     const int64_t elements = numel(shape);
     // Many terms a state fold through a table of slots; with one coordinate a tuple, it checks
     // each index as it reads it, before any state changes.
-    const bool through_slots = slab == 1 && !subtract && tuples >= elements;
+    const bool through_slots = slab == 1 && !subtract && elements > 0 && tuples >= elements;
     const bool checks_as_it_folds = through_slots && k == 1 && tuples <= kSlotFoldTerms;
     if (!checks_as_it_folds) check_index_tuples(name, idx, tuples, k, shape, indices.shape, true);
     visit_float(name, dtype, [&](auto tag) {
