@@ -8,10 +8,12 @@ session and a Spark Connect session run the same code.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from contextlib import nullcontext
 
+import numpy as np
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -19,7 +21,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from ..aggregation.api import aggregate_step, aggregated_elements
 from ..core.connect import is_connect
-from ..core.element_types import DATA, VALUES, layout_of, numpy_dtype
+from ..core.element_types import DTYPE, SHAPE, VALUES, layout_of, numpy_dtype
 from ..core.errors import EngineUnavailable, JobFailed, message_cause
 from ..core.options import ENGINES, ON_ERROR
 from ..runtime.stats import TaskStats, observed_fold_us
@@ -260,35 +262,42 @@ def run_job(
     )
 
 
-def _tensor_bytes(struct: T.DataType, column: str) -> Column:
-    """The bytes of a tensor column's values, summed (a null tensor counts none)."""
+def _tensor_count_and_element(struct: T.DataType, column: str) -> tuple[Column, Column]:
+    """An aggregate's tensors written (not null) and their element type's name, read from
+    the small fields (shape, dtype) and the schema: the values themselves are not read."""
     assert isinstance(struct, T.StructType)
+    count = F.count(F.col(f"{column}.{SHAPE}"))
     if layout_of(struct.names) == "binary":
-        return F.sum(F.length(F.col(f"{column}.{DATA}")))
+        return count, F.max(F.col(f"{column}.{DTYPE}"))
     values = struct[VALUES].dataType
     assert isinstance(values, T.ArrayType)
-    element = numpy_dtype(values.elementType.simpleString())
-    return F.sum(F.size(F.col(f"{column}.{VALUES}"))) * element.itemsize
+    return count, F.lit(numpy_dtype(values.elementType.simpleString()).name)
 
 
 def _aggregated(written: DataFrame, spec: JobSpec) -> dict[str, dict[str, int]]:
     """Per aggregate: events folded, events dropped (on_error drop), groups kept in error,
-    bytes of the tensors written (groups not in error)."""
+    bytes of the tensors written (groups not in error, each of the aggregate's shape)."""
     if spec.aggregate is None:
         return {}
-    names = list(spec.aggregate.aggregates)
+    aggregates = spec.aggregate.aggregates
     sums = []
-    for name in names:
+    for name in aggregates:
         sums += [
             F.sum(F.col(f"`{name}`.events")),
             F.sum(F.col(f"`{name}`.dropped")),
             F.count(F.col(f"`{name}`.error")),
-            _tensor_bytes(written.schema[name].dataType, f"`{name}`"),
+            *_tensor_count_and_element(written.schema[name].dataType, f"`{name}`"),
         ]
     row = written.select(*sums).first()
     assert row is not None  # an aggregate has one row
-    keys = ("events", "dropped", "error_groups", "bytes")
-    return {
-        name: {k: int(row[len(keys) * i + j] or 0) for j, k in enumerate(keys)}
-        for i, name in enumerate(names)
-    }
+    out = {}
+    for i, (name, agg) in enumerate(aggregates.items()):
+        events, dropped, error_groups, tensors, element = row[5 * i : 5 * i + 5]
+        itemsize = np.dtype(element).itemsize if element else 0
+        out[name] = {
+            "events": int(events or 0),
+            "dropped": int(dropped or 0),
+            "error_groups": int(error_groups or 0),
+            "bytes": int(tensors) * math.prod(agg.shape) * itemsize,
+        }
+    return out
