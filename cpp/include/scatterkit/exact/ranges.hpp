@@ -198,61 +198,11 @@ void fold_exact_ranges(const T* data, T* out, int64_t size, int shift, const Ran
 template <class T, class KI>
 bool exact_line_by_ranges(const KI* idx, const T* upd, const T* data, T* out, int64_t n,
                           int64_t size, bool mean, bool use_init_val, IndexRange valid) {
-  using Entry = RangeEntry<T>;
-  const int shift = range_shift(size, int64_t(sizeof(T)));
-  const int64_t range_bins = int64_t(1) << shift, ranges = ((size - 1) >> shift) + 1;
-  const int64_t table_bytes = size * int64_t(sizeof(T));
-  const int64_t input_bytes = n * int64_t(sizeof(KI) + sizeof(T) + sizeof(Entry));
-  const int64_t parts = threads_for(n, input_bytes);
-  std::vector<int64_t> next(size_t(parts * ranges), 0);  // part k's counts, then places
-  std::atomic<bool> bad{false};
-  parallel_for(parts, input_bytes, [&](int64_t k0, int64_t k1) {
-    for (int64_t k = k0; k < k1; ++k)
-      if (!count_part(idx, n * k / parts, n * (k + 1) / parts, size, valid, shift,
-                      next.data() + k * ranges))
-        bad.store(true, std::memory_order_relaxed);
-  });
-  if (bad.load()) return false;
-  std::vector<int64_t> start(size_t(ranges + 1));
-  int64_t place = 0;
-  HotShare share(n, ranges);
-  for (int64_t r = 0; r < ranges; ++r) {
-    start[size_t(r)] = place;
-    for (int64_t k = 0; k < parts; ++k) {
-      int64_t& c = next[size_t(k * ranges + r)];
-      const int64_t count = c;
-      c = place;
-      place += count;
-    }
-    share.add_range(place - start[size_t(r)]);
-  }
-  start[size_t(ranges)] = place;
-  const ScratchArray<Entry> entries(n);
-  Entry* const e = entries.get();
-  const bool fetch = share.above(kWriteOutFetchHotPercent);
-  parallel_for(parts, input_bytes, [&](int64_t k0, int64_t k1) {
-    for (int64_t k = k0; k < k1; ++k) {
-      const int64_t j0 = n * k / parts, j1 = n * (k + 1) / parts;
-      int64_t* const at = next.data() + k * ranges;
-      if (fetch)
-        write_out_part<true>(idx, upd, j0, j1, size, shift, at, e);
-      else
-        write_out_part<false>(idx, upd, j0, j1, size, shift, at, e);
-    }
-  });
-  std::vector<int64_t> cost_before(size_t(ranges + 1), 0);
-  for (int64_t r = 0; r < ranges; ++r)
-    cost_before[size_t(r + 1)] = cost_before[size_t(r)] +
-                                 kEntryCostInBins * (start[size_t(r + 1)] - start[size_t(r)]) +
-                                 std::min(range_bins, size - (r << shift));
-  const int64_t fold_bytes = 2 * table_bytes + input_bytes;
-  const int64_t threads = threads_for(ranges, fold_bytes);
-  parallel_for(threads, fold_bytes, [&](int64_t k0, int64_t k1) {
-    fold_exact_ranges(data, out, size, shift, e, start.data(),
-                      first_range_of(cost_before, k0, threads),
-                      first_range_of(cost_before, k1, threads), mean, use_init_val);
-  });
-  return true;
+  const auto fold = [&](const RangeEntry<T>* e, const int64_t* start, int shift, int64_t r0,
+                        int64_t r1) {
+    fold_exact_ranges(data, out, size, shift, e, start, r0, r1, mean, use_init_val);
+  };
+  return by_ranges(idx, upd, n, size, valid, false, fold) == RangeFold::kFolded;
 }
 
 }  // namespace SCATTERKIT_KERNELS

@@ -227,13 +227,14 @@ inline int64_t first_range_of(const std::vector<int64_t>& cost_before, int64_t k
   return std::lower_bound(cost_before.begin(), cost_before.end(), goal) - cost_before.begin();
 }
 
-// out = data with the n updates of one contiguous line folded in by Op, in C order, going by
-// ranges of bins (see the top of this file). Out is untouched unless it returns kFolded: on a
-// bad index, and on one thread on updates too concentrated to pay (the caller then folds in
-// place; the indices may not have been checked).
-template <class Op, class T, class KI>
-RangeFold fold_line_by_ranges(const KI* idx, const T* upd, const T* data, T* out, int64_t n,
-                              int64_t size, IndexRange valid) {
+// The n updates of one contiguous line of `size` bins sorted into ranges of bins (see the top
+// of this file), then fold(e, start, shift, r0, r1) called on threads that take the ranges
+// [r0, r1) by cost: range r's entries are e[start[r]] up to e[start[r + 1]], in C order. With
+// may_decline, on one thread, updates too concentrated to pay are declined before any is
+// written (kConcentrated; the indices may not have been checked). kBadIndex at a bad index.
+template <class T, class KI, class Fold>
+RangeFold by_ranges(const KI* idx, const T* upd, int64_t n, int64_t size, IndexRange valid,
+                    bool may_decline, Fold&& fold) {
   using Entry = RangeEntry<T>;
   const int shift = range_shift(size, int64_t(sizeof(T)));
   const int64_t range_bins = int64_t(1) << shift, ranges = ((size - 1) >> shift) + 1;
@@ -242,7 +243,7 @@ RangeFold fold_line_by_ranges(const KI* idx, const T* upd, const T* data, T* out
   // One part of the updates per thread, in C order: part k's entries of a range follow part
   // k - 1's, so every range's entries are in C order whatever the thread count.
   const int64_t parts = threads_for(n, input_bytes);
-  const bool may_decline = parts == 1;
+  may_decline = may_decline && parts == 1;
   if (may_decline && sample_share(idx, n, size, valid, shift, ranges).concentrated())
     return RangeFold::kConcentrated;
   std::vector<int64_t> next(size_t(parts * ranges), 0);  // part k's counts, then places
@@ -293,11 +294,21 @@ RangeFold fold_line_by_ranges(const KI* idx, const T* upd, const T* data, T* out
   const int64_t fold_bytes = 2 * table_bytes + input_bytes;
   const int64_t threads = threads_for(ranges, fold_bytes);
   parallel_for(threads, fold_bytes, [&](int64_t k0, int64_t k1) {
-    fold_ranges<Op>(data, out, size, shift, e, start.data(),
-                    first_range_of(cost_before, k0, threads),
-                    first_range_of(cost_before, k1, threads));
+    fold(static_cast<const Entry*>(e), static_cast<const int64_t*>(start.data()), shift,
+         first_range_of(cost_before, k0, threads), first_range_of(cost_before, k1, threads));
   });
   return RangeFold::kFolded;
+}
+
+// out = data with the n updates of one contiguous line folded in by Op, in C order, going by
+// ranges of bins. Out is untouched unless it returns kFolded: on a bad index, and on one
+// thread on updates too concentrated to pay (the caller then folds in place).
+template <class Op, class T, class KI>
+RangeFold fold_line_by_ranges(const KI* idx, const T* upd, const T* data, T* out, int64_t n,
+                              int64_t size, IndexRange valid) {
+  return by_ranges(idx, upd, n, size, valid, true,
+                   [&](const RangeEntry<T>* e, const int64_t* start, int shift, int64_t r0,
+                       int64_t r1) { fold_ranges<Op>(data, out, size, shift, e, start, r0, r1); });
 }
 
 }  // namespace SCATTERKIT_KERNELS
