@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_rng.hpp"
 #include "scatterkit/scatterkit.hpp"
 
 #if defined(__linux__)
@@ -81,25 +82,11 @@ struct HugePages {
 template <class T>
 using Array = std::vector<T, HugePages<T>>;
 
-// SplitMix64, as bench_common.hpp (kept apart: this program has no google-benchmark).
-class Rng {
- public:
-  explicit Rng(uint64_t stream) : state_(3 * 0x9e3779b97f4a7c15ull + stream) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  int64_t below(int64_t bound) { return int64_t(next() % uint64_t(bound)); }
-  float unit() { return float(next() >> 40) * (1.0f / 16777216.0f); }  // 24 random bits
-
- private:
-  uint64_t state_;
-};
+using scatterkit::bench::kSeed;
+using scatterkit::bench::Rng;
 
 Array<float> values(int64_t n, uint64_t stream) {
-  Rng rng(stream);
+  Rng rng(kSeed, stream);
   Array<float> v(static_cast<size_t>(n));
   for (float& x : v) x = rng.unit();
   return v;
@@ -108,7 +95,7 @@ Array<float> values(int64_t n, uint64_t stream) {
 // n indices in [0, bins): uniform, or skewed (half uniform in the first 1% of the bins, half in
 // all of them, shuffled), as compare.py's family H.
 Array<int64_t> indices(int64_t n, int64_t bins, bool skewed, uint64_t stream) {
-  Rng rng(stream);
+  Rng rng(kSeed, stream);
   Array<int64_t> v(static_cast<size_t>(n));
   const int64_t hot = std::max<int64_t>(1, bins / 100);
   for (int64_t p = 0; p < n; ++p) v[size_t(p)] = rng.below(skewed && p < n / 2 ? hot : bins);
@@ -249,7 +236,7 @@ struct StateCase {
 };
 
 Array<float> log_normal(int64_t n, uint64_t stream) {
-  Rng rng(stream);
+  Rng rng(kSeed, stream);
   Array<float> v(static_cast<size_t>(n));
   for (float& x : v) {  // exp of a normal draw (Box-Muller)
     const double u1 = (double(rng.next() >> 11) + 1) * 0x1p-53,

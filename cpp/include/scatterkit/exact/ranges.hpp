@@ -152,9 +152,10 @@ SCATTERKIT_ALWAYS_INLINE void fold_exact_range_body(const T* data, T* out, int64
 // Ranges [r0, r1) of a table of `size` bins in ranges of 2^shift (range r's entries:
 // e[start[r]] up to e[start[r + 1]]).
 template <class T>
-void fold_exact_ranges_baseline(const T* data, T* out, int64_t size, int shift,
-                                const RangeEntry<T>* e, const int64_t* start, int64_t r0,
-                                int64_t r1, bool mean, bool use_init_val) {
+SCATTERKIT_ALWAYS_INLINE void fold_exact_ranges_inline(const T* data, T* out, int64_t size,
+                                                       int shift, const RangeEntry<T>* e,
+                                                       const int64_t* start, int64_t r0, int64_t r1,
+                                                       bool mean, bool use_init_val) {
   const int64_t range_bins = int64_t(1) << shift;
   const bool streaming = use_streaming_stores(size * int64_t(sizeof(T)));
   ExactRangeScratch<T> scratch(range_bins, out);
@@ -172,14 +173,7 @@ __attribute__((target("avx2"))) void fold_exact_ranges_avx2(const T* data, T* ou
                                                             const int64_t* start, int64_t r0,
                                                             int64_t r1, bool mean,
                                                             bool use_init_val) {
-  const int64_t range_bins = int64_t(1) << shift;
-  const bool streaming = use_streaming_stores(size * int64_t(sizeof(T)));
-  ExactRangeScratch<T> scratch(range_bins, out);
-  for (int64_t r = r0; r < r1; ++r) {
-    const int64_t b = r << shift;
-    fold_exact_range_body(data, out, b, std::min(range_bins, size - b), e + start[r],
-                          start[r + 1] - start[r], mean, use_init_val, streaming, scratch);
-  }
+  fold_exact_ranges_inline(data, out, size, shift, e, start, r0, r1, mean, use_init_val);
 }
 #endif
 
@@ -190,7 +184,7 @@ void fold_exact_ranges(const T* data, T* out, int64_t size, int shift, const Ran
   if (bounded_terms_v<T> && has_avx2())
     return fold_exact_ranges_avx2(data, out, size, shift, e, start, r0, r1, mean, use_init_val);
 #endif
-  fold_exact_ranges_baseline(data, out, size, shift, e, start, r0, r1, mean, use_init_val);
+  fold_exact_ranges_inline(data, out, size, shift, e, start, r0, r1, mean, use_init_val);
 }
 
 // out = the exact sum (or mean) of data (with use_init_val) and the n updates of one contiguous
