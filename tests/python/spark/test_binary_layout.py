@@ -5,6 +5,7 @@ read back into NumPy by `read_tensors`. Bad bytes are row errors, never a crash.
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -277,3 +278,156 @@ def test_the_cli_writes_an_aggregation_in_binary_and_read_tensors_stacks_it(
     arrays = pq.read_table(tmp_path / "arrays").sort_by("user")
     want = np.array([v["values"] for v in arrays.column("s").to_pylist()], np.float32)
     assert binary.shape == (12, 4, 3) and binary.tobytes() == want.tobytes()
+
+
+# -- slices of either layout as scatter_nd_agg's updates --------------------------------------
+
+
+def _slices_spec(**extra):
+    from scatterkit.spark.specs.agg_spec import check_agg
+
+    return check_agg("h", extra.pop("updates", "v"), [4, 3], **extra)
+
+
+def test_slice_lists_decode_binary_and_tensor_slices_and_name_each_bad_row():
+    from scatterkit.spark.aggregation.slices import slice_lists
+
+    good = [np.arange(3, dtype=np.float32) + r for r in range(3)]
+    spec = _slices_spec(dtype="float")
+    lists, problems = slice_lists(spec, _binary_column(good))
+    assert problems == {} and lists.to_pylist() == [g.tolist() for g in good]
+    column = _binary_column(good)
+    lists, _ = slice_lists(spec, column)
+    assert lists.values.buffers()[1].address == column.field("data").buffers()[2].address
+    # float32 bytes into a double aggregate, int64 into double: converted exactly
+    wide, problems = slice_lists(_slices_spec(dtype="double"), _binary_column(good))
+    assert problems == {} and wide.type.value_type == pa.float64()
+    assert wide.to_pylist() == [g.astype(np.float64).tolist() for g in good]
+    ints = _binary_column([np.array([1, -2, 3]), np.array([4, 5, 6])], dtype=np.int64)
+    assert slice_lists(_slices_spec(dtype="double"), ints)[0].to_pylist()[1] == [4.0, 5.0, 6.0]
+    # bad rows: each a problem of its own row, null in the lists; a null tensor stays null
+    bad = _binary_column(
+        [np.ones(3), np.ones(2), np.ones(4), None, np.ones(3), np.ones(3)],
+        shapes=[[3], [3], [4], None, [1, 3], [3]],
+        dtypes=["float32", "float32", "float32", None, "float32", "complex64"],
+    )
+    lists, problems = slice_lists(spec, bad)
+    assert problems == {
+        1: "updates 'v' holds 8 byte(s); a slice of shape [3] of float32 takes 12",
+        2: "updates 'v' holds a tensor of shape [4]; a slice of shape [3] is needed",
+        4: "updates 'v' holds a tensor of shape [1, 3]; a slice of shape [3] is needed",
+        5: "updates 'v' holds complex64 values, not a NumPy number or boolean dtype",
+    }
+    assert lists.to_pylist() == [[1.0, 1.0, 1.0], None, None, None, None, None]
+    # a conversion Spark's cast could change is a problem of the row (binary) ...
+    doubles = _binary_column([np.ones(3)], dtype=np.float64)
+    _, problems = slice_lists(_slices_spec(dtype="bigint"), doubles)
+    assert problems == {
+        0: "updates 'v' holds float64 values, which Spark's cast to bigint may change"
+    }
+    # ... and of the column (arrays), which must be cast first
+    with pytest.raises(TypeError, match="cast the column first"):
+        slice_lists(_slices_spec(dtype="int"), pa.array([[1.5, 2.0, 3.0]]))
+    # the arrays layout: its shape checked, its values converted
+    tensors = tensor_column([np.ones(3, np.float32), np.ones(2, np.float32), None], np.float32)
+    lists, problems = slice_lists(_slices_spec(dtype="double"), tensors)
+    assert problems == {
+        1: "updates 'v' holds a tensor of shape [2]; a slice of shape [3] is needed"
+    }
+    assert lists.to_pylist() == [[1.0, 1.0, 1.0], None, None]
+
+
+def _slice_events(tmp_path, n=300):
+    rng = np.random.default_rng(5)
+    slices = [rng.standard_normal(3).astype(np.float32) for _ in range(n)]
+    table = pa.table(
+        {
+            "user": rng.integers(0, 10, n),
+            "h": rng.integers(-4, 4, n).astype(np.int32),
+            "arr": pa.array([s.tolist() for s in slices], pa.list_(pa.float32())),
+            "ten": tensor_column(slices, np.float32),
+            "bin": _binary_column(slices),
+        }
+    )
+    return write_parquet(tmp_path / "slices", table)
+
+
+def test_scatter_nd_agg_folds_slices_of_either_layout_to_the_same_bits(spark, tmp_path):  # noqa: F811
+    events = spark.read.parquet(str(_slice_events(tmp_path)))
+
+    def tensors(frame):
+        return read_tensors_of(frame.orderBy("user"), "s")
+
+    want = {}
+    for dtype in ("float", "double"):
+        agg = {"indices": ["h"], "shape": [4, 3], "dtype": dtype}
+        want[dtype] = tensors(
+            skf.aggregate(events, "user", s=skf.scatter_nd_agg(updates="arr", **agg))
+        )
+        for column in ("ten", "bin"):
+            planned = skf.aggregate(events, "user", s=skf.scatter_nd_agg(updates=column, **agg))
+            grouped = events.groupBy("user").agg(
+                skf.scatter_nd_agg(updates=column, **agg).alias("s")
+            )
+            for frame_ in (planned, grouped):
+                assert tensors(frame_).tobytes() == want[dtype].tobytes(), (dtype, column)
+    # binary slices carry their dtype in each row: aggregate settles on double, as .agg() does
+    default = skf.aggregate(events, "user", s=skf.scatter_nd_agg("h", "bin", [4, 3]))
+    assert tensors(default).tobytes() == want["double"].tobytes()
+    # a large tensor goes one group a call in .agg(): the same bits from binary slices
+    wide = spark.read.parquet(str(_slice_events(tmp_path))).selectExpr(
+        "user", "h + 4 as h", "arr", "bin"
+    )
+    big = {"indices": ["h"], "shape": [2000, 3], "dtype": "double"}
+    by_arrays = wide.groupBy("user").agg(skf.scatter_nd_agg(updates="arr", **big).alias("s"))
+    by_bytes = wide.groupBy("user").agg(skf.scatter_nd_agg(updates="bin", **big).alias("s"))
+    assert tensors(by_bytes).tobytes() == tensors(by_arrays).tobytes()
+
+
+def test_bad_binary_slices_follow_on_error_in_every_entry_point(spark, tmp_path):  # noqa: F811
+    rows = [np.ones(3, np.float32), np.ones(2, np.float32), np.full(3, 2, np.float32)]
+    table = pa.table(
+        {
+            "user": [1, 1, 2],
+            "h": pa.array([0, 1, 2], pa.int32()),
+            "bin": _binary_column(rows, shapes=[[3], [3], [3]]),
+        }
+    )
+    events = spark.read.parquet(str(write_parquet(tmp_path / "bad", table, files=1)))
+    agg = {"indices": ["h"], "updates": "bin", "shape": [4, 3], "dtype": "float"}
+    message = "updates 'bin' holds 8 byte(s); a slice of shape [3] of float32 takes 12"
+    for make in (
+        lambda **o: skf.aggregate(events, "user", s=skf.scatter_nd_agg(**agg, **o)),
+        lambda **o: events.groupBy("user").agg(skf.scatter_nd_agg(**agg, **o).alias("s")),
+    ):
+        with pytest.raises(Exception, match=re.escape(message)):
+            make().collect()
+        kept = {r["user"]: r["s"] for r in make(on_error="keep").collect()}
+        assert kept[1]["values"] is None and message in kept[1]["error"]
+        assert kept[2]["values"][6:9] == [2.0, 2.0, 2.0] and kept[2]["error"] is None
+        dropped = {r["user"]: r["s"] for r in make(on_error="drop").collect()}
+        assert dropped[1]["dropped"] == 1 and dropped[1]["values"][:3] == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("engine", ["arrow", "spark"])
+def test_the_job_aggregates_binary_slices_on_both_engines(spark, tmp_path, engine):  # noqa: F811
+    source = _slice_events(tmp_path)
+    out = {}
+    for column in ("arr", "bin"):
+        aggregates = {"s": {"indices": ["h"], "updates": column, "shape": [4, 3], "dtype": "float"}}
+        spec = JobSpec.from_dict({"aggregate": {"by": ["user"], "aggregates": aggregates}})
+        target = tmp_path / f"{engine}-{column}"
+        run_job(spark, spec, str(source), str(target), engine=engine, progress=False)
+        order = pq.read_table(target).column("user").to_numpy().argsort()
+        out[column] = read_tensors(target, "s")[order]
+    assert out["bin"].shape == (10, 4, 3) and out["bin"].tobytes() == out["arr"].tobytes()
+    # the arrow engine reads binary tensors with pyarrow, not through Spark's reader
+    from scatterkit.spark.aggregation.api import agg_plan, step_specs
+    from scatterkit.spark.jobs.aggregate_job import _event_reader
+    from scatterkit.spark.runtime.reading import BatchLimits
+    from scatterkit.spark.runtime.storage import locate
+
+    events = spark.read.parquet(str(source))
+    assert spec.aggregate is not None
+    plan = agg_plan(events, ["user"], step_specs(events.schema, spec.aggregate))
+    assert _event_reader(events, plan, (), locate(str(source)), BatchLimits()) is not None

@@ -838,7 +838,7 @@ def test_aggregate_checks_the_events_schema(spark):  # noqa: F811
         skf.aggregate(events, "g", t=skf.scatter_nd_agg(["f"], "v", [2]))
     with pytest.raises(SpecError, match="no column 'nope'"):
         skf.aggregate(events, "g", t=skf.scatter_nd_agg(["nope"], "v", [2]))
-    with pytest.raises(SpecError, match="take an array column"):
+    with pytest.raises(SpecError, match="take an array or tensor column"):
         skf.aggregate(events, "g", t=skf.scatter_nd_agg(["g"], "v", [2, 2]))
     with pytest.raises(SpecError, match="take a value column"):
         skf.aggregate(events, "g", t=skf.scatter_nd_agg(["g"], "a", [2]))

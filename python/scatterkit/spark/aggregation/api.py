@@ -24,7 +24,14 @@ from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..core.element_types import element_type, tensor_struct
+from ..core.element_types import (
+    VALUES,
+    cast_as_spark,
+    element_type,
+    layout_of,
+    numpy_dtype,
+    tensor_struct,
+)
 from ..core.errors import SpecError
 from ..runtime.stats import FOLD_US, fold_time_observed, with_fold_time
 from ..specs.agg_spec import AggregateStep, AggSpec, check_agg
@@ -71,8 +78,9 @@ def scatter_nd_agg(
     """The tensor of `shape` built from a group's events as ScatterNDUpdate-15 builds it.
 
     `indices` names one integer column per leading coordinate (k of them; negative
-    coordinates wrap once); `updates` a value column (k = rank) or an array column of
-    ``prod(shape[k:])`` values (k < rank: each event updates a slice). Reductions: sum,
+    coordinates wrap once); `updates` a value column (k = rank) or, where each event
+    updates a slice (k < rank), an array column of ``prod(shape[k:])`` values or a tensor
+    column of shape ``shape[k:]`` in either layout (docs/spark.md). Reductions: sum,
     prod (integers and bools only), min, max, mean (ScatterElementsUpdate-12's: float
     means exact, integer means rounded toward -inf) and none (the event with the greatest
     `order_by` wins; ties go to the greatest value in IEEE total order, element by
@@ -81,10 +89,10 @@ def scatter_nd_agg(
     row order.
 
     A null value (or a null inside a slice, or a null `order_by`) is skipped, as Spark's
-    aggregates skip nulls. A null or out-of-range coordinate, or a slice of the wrong
-    length, follows `on_error`: ``fail`` stops the job naming the group and the reason,
-    ``keep`` gives the group a null tensor with the message in ``error``, ``drop`` skips the
-    event and counts it in ``dropped``.
+    aggregates skip nulls. A null or out-of-range coordinate, a slice of the wrong length
+    (or shape, or bytes), follows `on_error`: ``fail`` stops the job naming the group and
+    the reason, ``keep`` gives the group a null tensor with the message in ``error``,
+    ``drop`` skips the event and counts it in ``dropped``.
 
     The result is ``struct<values, shape, error, events, dropped>``, or with
     ``layout="binary"`` ``struct<data, shape, dtype, error, events, dropped>`` (the tensor's
@@ -130,7 +138,12 @@ def _udaf_column(spec: AggSpec) -> Column:
 
     assert spec.dtype is not None
     inputs = [F.col(c) for c in spec.indices]
-    inputs.append(F.col(spec.updates).cast(_updates_type(spec)))
+    if spec.k < len(spec.shape):
+        # Slices pass as they are: a bare .agg() does not know the column's type (an array,
+        # or a tensor in either layout); `slices.slice_lists` reads and converts each.
+        inputs.append(F.col(spec.updates))
+    else:
+        inputs.append(F.col(spec.updates).cast(spec.dtype))
     if spec.order_by:
         inputs.append(F.col(spec.order_by))
     make: Any = arrow_udf  # its overloads know the UDF's kind by type hints only
@@ -194,10 +207,11 @@ def settle_spec(schema: T.StructType, spec: AggSpec, name: str) -> AggSpec:
                 f"got {fields[column].simpleString()}"
             )
     updates = fields[spec.updates]
-    is_array = isinstance(updates, T.ArrayType)
+    layout = tensor_layout(updates)
+    is_array = isinstance(updates, T.ArrayType) or layout is not None
     if is_array != (spec.k < len(spec.shape)):
         want = (
-            "an array column (one slice per event)"
+            "an array or tensor column (one slice per event)"
             if spec.k < len(spec.shape)
             else "a value column"
         )
@@ -205,14 +219,19 @@ def settle_spec(schema: T.StructType, spec: AggSpec, name: str) -> AggSpec:
             f"{name}: {spec.k} coordinate(s) of a rank-{len(spec.shape)} tensor take {want}; "
             f"{spec.updates!r} is {updates.simpleString()}"
         )
-    element = updates.elementType if isinstance(updates, T.ArrayType) else updates
-    try:
-        updates_type = element_type(element.simpleString())
-    except ValueError:
-        raise SpecError(
-            f"{name}: updates {spec.updates!r} hold {element.simpleString()}, "
-            "not numbers or booleans"
-        ) from None
+    if layout == "binary":  # its element type is in each row: double unless dtype says
+        updates_type = _BARE_DTYPE
+    else:
+        element = _element_of(updates)
+        try:
+            updates_type = element_type(element.simpleString())
+        except ValueError:
+            raise SpecError(
+                f"{name}: updates {spec.updates!r} hold {element.simpleString()}, "
+                "not numbers or booleans"
+            ) from None
+        if layout == "arrays" and spec.dtype is not None:
+            _check_slice_cast(name, spec, updates_type)
     if spec.order_by is not None:
         order = fields[spec.order_by]
         if not isinstance(
@@ -228,9 +247,29 @@ def settle_spec(schema: T.StructType, spec: AggSpec, name: str) -> AggSpec:
         raise SpecError(f"{name}: {exc}") from None
 
 
-def _updates_type(spec: AggSpec) -> str:
-    element = spec.dtype or _BARE_DTYPE
-    return f"array<{element}>" if spec.k < len(spec.shape) else element
+def tensor_layout(kind: T.DataType) -> str | None:
+    """The layout of a tensor struct type ("arrays", "binary"), else None."""
+    if not isinstance(kind, T.StructType):
+        return None
+    return layout_of(kind.fieldNames())
+
+
+def _element_of(kind: T.DataType) -> T.DataType:
+    """The element type of a value, array or arrays-layout tensor column."""
+    if isinstance(kind, T.StructType):
+        kind = kind[VALUES].dataType
+    return kind.elementType if isinstance(kind, T.ArrayType) else kind
+
+
+def _check_slice_cast(name: str, spec: AggSpec, updates_type: str) -> None:
+    """An arrays-layout tensor's values are converted by the combiner, not Spark's cast:
+    only where that gives the same bits."""
+    source, target = numpy_dtype(updates_type), spec.element_dtype
+    if not cast_as_spark(source, target):
+        raise SpecError(
+            f"{name}: updates {spec.updates!r} hold {updates_type} values, which Spark's "
+            f"cast to {spec.dtype} may change: cast the tensor's values first"
+        )
 
 
 def aggregate_step(
@@ -305,9 +344,12 @@ def event_columns(df: DataFrame, plan: AggPlan) -> DataFrame:
     aggregates' types."""
     columns = [F.col(c).alias(k) for c, k in zip(plan.key_names, plan.keys)]
     columns += [F.col(c).alias(coord_name(m)) for m, c in enumerate(plan.coordinates)]
-    for v, (updates, element, size) in enumerate(plan.values):
-        kind = element if size == 1 else f"array<{element}>"
-        columns.append(F.col(updates).cast(kind).alias(value_name(v)))
+    tensors = {f.name for f in df.schema.fields if isinstance(f.dataType, T.StructType)}
+    for v, value in enumerate(plan.values):
+        column = F.col(value.updates)
+        if value.updates not in tensors:  # a tensor's bytes are decoded by the combiner
+            column = column.cast(value.spark_type())
+        columns.append(column.alias(value_name(v)))
     columns += [F.col(c).alias(order_name(o)) for o, c in enumerate(plan.orders)]
     return df.select(*columns)
 

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 from ... import _fold
 from ..specs.agg_spec import AggSpec
+from .slices import slice_lists
 
 
 @dataclass
@@ -163,9 +164,11 @@ def read_events(
     updates: pa.Array,
     order: pa.Array | None = None,
 ) -> EventRows:
-    """Checks and flattens a batch of events (columns as Arrow arrays, nulls allowed)."""
+    """Checks and flattens a batch of events (columns as Arrow arrays, nulls allowed;
+    slices in any layout, `slices.slice_lists`)."""
     offset, good, problems = locate(spec, coordinates)
-    wrong = slice_problems(spec, updates)
+    updates, unusable = slice_lists(spec, updates)
+    wrong = {**slice_problems(spec, updates), **unusable}
     for row, message in wrong.items():
         good[row] = False
         problems.setdefault(row, message)

@@ -19,6 +19,7 @@ from ..core.errors import RowError
 from ..runtime.faults import pause_point
 from ..runtime.tensors import tensor_array
 from ..runtime.threads import configure_threads
+from .slices import slice_lists
 from .states import AggState, EventRows, flatten, locate, slice_problems
 from .wire import (
     BLOB,
@@ -61,12 +62,14 @@ class _Checked:
     cells: dict[str, pa.Array]
     problems: list[dict[int, str]]
     wrong_slices: dict[str, dict[int, str]]  # per value column
+    values: dict[str, pa.Array]  # per value column: as the folds read it (`slice_lists`)
 
 
 def _check(plan: AggPlan, batch: pa.RecordBatch) -> _Checked:
     cells: dict[str, pa.Array] = {}
     problems: list[dict[int, str]] = []
     wrong_slices: dict[str, dict[int, str]] = {}
+    values: dict[str, pa.Array] = {}
     located: dict[str, tuple[np.ndarray, np.ndarray, dict[int, str]]] = {}
     for i, spec in enumerate(plan.specs):
         name = plan.cell_of(i)
@@ -76,12 +79,13 @@ def _check(plan: AggPlan, batch: pa.RecordBatch) -> _Checked:
             cells[name] = pa.array(offset.astype(np.int32), mask=~good)
         value = plan.value_of(i)
         if value not in wrong_slices:
-            wrong_slices[value] = slice_problems(spec, batch.column(value))
+            values[value], unusable = slice_lists(spec, batch.column(value))
+            wrong_slices[value] = {**slice_problems(spec, values[value]), **unusable}
         found = dict(located[name][2])
         for row, message in wrong_slices[value].items():
             found.setdefault(row, message)
         problems.append(found)
-    return _Checked(cells, problems, wrong_slices)
+    return _Checked(cells, problems, wrong_slices, values)
 
 
 def _raise_if_failing(
@@ -224,7 +228,7 @@ def _compact(plan: AggPlan, batch: pa.RecordBatch, checked: _Checked) -> pa.Reco
     columns = [batch.column(k) for k in plan.keys] + list(checked.cells.values())
     for v in range(len(plan.values)):
         names.append(value_name(v))
-        values = batch.column(value_name(v))
+        values = checked.values[value_name(v)]
         wrong = checked.wrong_slices.get(value_name(v))
         if wrong:  # a slice of the wrong length travels as a null (its problem row follows)
             mask = np.zeros(n, bool)

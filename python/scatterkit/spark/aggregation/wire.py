@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from pyspark.sql import types as T
 
-from ..core.element_types import DATA, DTYPE, ERROR, SHAPE, VALUES
+from ..core.element_types import DATA, DTYPE, ERROR, SHAPE, VALUES, spark_type
 from ..specs.agg_spec import AggSpec
 from .states import AggState
 
@@ -69,6 +69,19 @@ def result_name(i: int) -> str:
     return f"__agg{i}"
 
 
+class ValueColumn(NamedTuple):
+    """A value column as its aggregates read it: each event's value, or its slice."""
+
+    updates: str
+    element: str  # the aggregates' element type
+    size: int  # values per event
+    sliced: bool  # an array or tensor per event (a slice), not a value
+
+    def spark_type(self) -> T.DataType:
+        """Its type as the folds read it (a slice of any layout as an array)."""
+        return T.ArrayType(spark_type(self.element)) if self.sliced else spark_type(self.element)
+
+
 @dataclass(frozen=True)
 class AggPlan:
     """What the tasks of one `aggregate` need: the key's names (for messages), the
@@ -93,8 +106,8 @@ class AggPlan:
         return tuple(dict.fromkeys(_cell_group(s) for s in self.specs))
 
     @property
-    def values(self) -> tuple[tuple[str, str, int], ...]:
-        """The distinct (updates column, element type, slice size), read as ``__value{v}``."""
+    def values(self) -> tuple[ValueColumn, ...]:
+        """The distinct value columns, read as ``__value{v}``."""
         return tuple(dict.fromkeys(_value_group(s) for s in self.specs))
 
     @property
@@ -123,22 +136,20 @@ def _cell_group(spec: AggSpec) -> tuple[Any, ...]:
     return (spec.indices, spec.shape[: spec.k], spec.slice_size)
 
 
-def _value_group(spec: AggSpec) -> tuple[str, str, int]:
-    return (spec.updates, spec.dtype or "", spec.slice_size)
+def _value_group(spec: AggSpec) -> ValueColumn:
+    sliced = spec.k < len(spec.shape)
+    return ValueColumn(spec.updates, spec.dtype or "", spec.slice_size, sliced)
 
 
 def packed_schema(events: T.StructType, plan: AggPlan) -> T.StructType:
     """The combiner's rows for events of `event_columns`' schema (the map side's output)."""
     fields = {f.name: f for f in events.fields}
-    cells = [cell_name(g) for g in range(len(plan.cell_groups))]
-    lists = [*cells, *(value_name(v) for v in range(len(plan.values)))]
-    lists += [order_name(o) for o in range(len(plan.orders))]
+    lists = {cell_name(g): T.IntegerType() for g in range(len(plan.cell_groups))}
+    lists.update({value_name(v): value.spark_type() for v, value in enumerate(plan.values)})
+    lists.update({order_name(o): fields[order_name(o)].dataType for o in range(len(plan.orders))})
     return T.StructType(
         [fields[k] for k in plan.keys]
-        + [
-            T.StructField(c, T.ArrayType(T.IntegerType() if c in cells else fields[c].dataType))
-            for c in lists
-        ]
+        + [T.StructField(c, T.ArrayType(kind)) for c, kind in lists.items()]
         + [T.StructField(KIND, T.ByteType(), False), T.StructField(BLOB, T.BinaryType(), True)]
     )
 

@@ -87,6 +87,21 @@ def spark_name(dtype: np.dtype | pa.DataType) -> str:
     raise ValueError(f"no Spark element type for dtype {dtype}")
 
 
+def spark_type(name: str) -> T.DataType:
+    """The Spark type of an element type name."""
+    return _SPARK_TYPES[element_type(name)]
+
+
+def cast_as_spark(source: np.dtype, target: np.dtype) -> bool:
+    """Whether a plain cast (NumPy's, or pyarrow's unchecked one) of `source` values to
+    `target` gives the bits of Spark's cast: one that keeps every value (the same type,
+    integers to wider integers), or any number to a float (both round to nearest)."""
+    source, target = np.dtype(source), np.dtype(target)
+    return bool(np.can_cast(source, target, "safe")) or (
+        target.kind == "f" and source.kind in "biuf"
+    )
+
+
 def check_layout(layout: str) -> str:
     """`layout` if it is one of LAYOUTS, else ValueError."""
     if layout not in LAYOUTS:

@@ -39,6 +39,7 @@ from ..aggregation.api import (
 )
 from ..aggregation.tasks import combine_events, finish_groups
 from ..aggregation.wire import AggPlan, packed_schema
+from ..core.element_types import cast_as_spark, numpy_dtype
 from ..runtime.piece_task import RESULT_SCHEMA, result_row, task_file, write_task_file
 from ..runtime.reading import BatchLimits, Piece, read_as_spark
 from ..runtime.stats import TaskStats, observed_fold_us, timed_work
@@ -136,10 +137,13 @@ def _event_reader(
 
     fields = {f.name: f for f in events.schema.fields}
     named = event_columns(events, plan).schema.fields
-    sources = [*plan.key_names, *plan.coordinates, *(u for u, _, _ in plan.values), *plan.orders]
+    sources = [*plan.key_names, *plan.coordinates, *(v.updates for v in plan.values), *plan.orders]
     renamed = []
     for column, target in zip(sources, named):
         element, wanted = fields[column].dataType, target.dataType
+        if isinstance(element, T.StructType) and element == wanted and _reads_alike(element):
+            renamed.append((column, target.name, to_arrow_type(wanted)))  # a tensor, as is
+            continue
         if isinstance(element, T.ArrayType) and isinstance(wanted, T.ArrayType):
             element, wanted = element.elementType, wanted.elementType
         if not (isinstance(element, _SAME_ARROW) and _same_cast(element, wanted)):
@@ -151,17 +155,23 @@ def _event_reader(
     return EventReader(source, tuple(pieces), types, tuple(renamed), limits)
 
 
+def _reads_alike(kind: T.DataType) -> bool:
+    """Whether pyarrow reads a (nested) column as Spark's Arrow conversion gives it."""
+    if isinstance(kind, T.StructType):
+        return all(_reads_alike(f.dataType) for f in kind.fields)
+    if isinstance(kind, T.ArrayType):
+        return _reads_alike(kind.elementType)
+    return isinstance(kind, (*_SAME_ARROW, T.BinaryType))
+
+
 def _same_cast(source: T.DataType, target: T.DataType) -> bool:
-    """Whether pyarrow's cast (unchecked) gives Spark's bits: the same type, integers to
-    wider integers, integers and floats to floats (rounded to nearest by both)."""
+    """Whether pyarrow's cast (unchecked) gives Spark's bits (`cast_as_spark`)."""
     if source == target:
         return True
-    if isinstance(target, (T.FloatType, T.DoubleType)):
-        return isinstance(source, (T.IntegralType, T.FloatType, T.DoubleType))
-    widths: dict[type, int] = {T.ByteType: 1, T.ShortType: 2, T.IntegerType: 4, T.LongType: 8}
-    if type(source) in widths and type(target) in widths:
-        return widths[type(source)] <= widths[type(target)]
-    return False
+    try:
+        return cast_as_spark(numpy_dtype(source.simpleString()), numpy_dtype(target.simpleString()))
+    except ValueError:  # not an element type
+        return False
 
 
 def run_aggregate_job(
