@@ -22,6 +22,7 @@
 #include "scatterkit/config.hpp"
 #include "scatterkit/exact/double_slots.hpp"
 #include "scatterkit/exact/line_fold.hpp"
+#include "scatterkit/exact/state_merge.hpp"
 #include "scatterkit/exact/superaccumulator.hpp"
 #include "scatterkit/index.hpp"
 #include "scatterkit/parallel.hpp"
@@ -212,17 +213,27 @@ inline void exact_state_fold(DType dtype, uint64_t* states, const Shape& shape,
 }
 
 // into[x] += other[x] for x < n: the states of both sets of terms.
+// Both are checked (a flag word of unknown bits is a ValueError) before `into` changes: the
+// merge checks as it goes and undoes itself if it finds one.
 inline void exact_state_merge(DType dtype, uint64_t* into, const uint64_t* other, int64_t n) {
   const char* op = "exact_state_merge";
-  detail::check_states(op, dtype, into, n);
-  detail::check_states(op, dtype, other, n);
   detail::visit_float(op, dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using L = ExactLayout<T>;
+    if (n <= 0) return;
+    constexpr int64_t kOnStack = 4096;
+    uint8_t on_stack[kOnStack];
+    std::unique_ptr<uint8_t[]> on_heap(n > kOnStack ? new uint8_t[size_t(n)] : nullptr);
+    uint8_t* saved = n > kOnStack ? on_heap.get() : on_stack;
+    std::atomic<bool> bad{false};
     detail::parallel_for(n, n * L::kWords * 16, [&](int64_t b, int64_t e) {
-      for (int64_t x = b; x < e; ++x)
-        detail::merge_state<T>(into + x * L::kWords, other + x * L::kWords);
+      if (detail::merge_states_checked_on<T>(into, other, saved, b, e))
+        bad.store(true, std::memory_order_relaxed);
     });
+    if (!bad.load()) return;
+    detail::unmerge_states<T>(into, other, saved, n);
+    detail::check_states(op, dtype, into, n);  // throws, naming the first bad state
+    detail::check_states(op, dtype, other, n);
   });
 }
 
