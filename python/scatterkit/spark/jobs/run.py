@@ -12,6 +12,7 @@ import math
 import os
 import time
 from contextlib import nullcontext
+from dataclasses import dataclass
 
 import numpy as np
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
@@ -229,25 +230,16 @@ def run_job(
         raise JobFailed(found.failure, message_cause(found.failure))
     seconds = time.perf_counter() - started
     written = spark.read.parquet(output_path)
-    errors: dict[str, int] = {}
-    error_rows = 0
-    if on_error == "keep" and spec.steps:
-        columns = [F.col(f"`{s.output}`.error") for s in spec.steps]
-        any_error = F.coalesce(*columns) if len(columns) > 1 else columns[0]
-        counts = written.select(*[F.count(c) for c in columns], F.count(any_error)).first()
-        assert counts is not None  # an aggregate has one row
-        errors = {s.output: int(n) for s, n in zip(spec.steps, counts)}
-        error_rows = int(counts[-1])
-    aggregated = _aggregated(written, spec)
+    counted = _output_counts(written, spec, on_error)
     tensor_bytes_out = found.counts["bytes_out"]
-    for folded in aggregated.values():
+    for folded in counted.aggregated.values():
         tensor_bytes_out += folded.pop("bytes")
     return JobSummary(
         rows_in=events.count(),
-        rows_out=written.count(),
+        rows_out=counted.rows,
         seconds=seconds,
-        errors=errors,
-        error_rows=error_rows,
+        errors=counted.errors,
+        error_rows=counted.error_rows,
         tensor_bytes_in=found.counts["bytes_in"],
         tensor_bytes_out=tensor_bytes_out,
         input_bytes=_path_bytes(spark, input_path),
@@ -258,7 +250,7 @@ def run_job(
         executor_modules=sorted(found.modules),
         executor_threads=sorted(found.threads),
         engine=used,
-        aggregated=aggregated,
+        aggregated=counted.aggregated,
     )
 
 
@@ -274,13 +266,25 @@ def _tensor_count_and_element(struct: T.DataType, column: str) -> tuple[Column, 
     return count, F.lit(numpy_dtype(values.elementType.simpleString()).name)
 
 
-def _aggregated(written: DataFrame, spec: JobSpec) -> dict[str, dict[str, int]]:
-    """Per aggregate: events folded, events dropped (on_error drop), groups kept in error,
-    bytes of the tensors written (groups not in error, each of the aggregate's shape)."""
-    if spec.aggregate is None:
-        return {}
-    aggregates = spec.aggregate.aggregates
-    sums = []
+@dataclass
+class _OutputCounts:
+    rows: int
+    errors: dict[str, int]  # per step: rows kept in error (on_error keep)
+    error_rows: int  # rows with any step in error
+    aggregated: dict[str, dict[str, int]]  # per aggregate (`_aggregate_sums`)
+
+
+def _output_counts(written: DataFrame, spec: JobSpec, on_error: str) -> _OutputCounts:
+    """What the written output holds, counted in one pass over its small fields: rows, rows
+    in error per step, and per aggregate the events folded and dropped, the groups kept in
+    error and the bytes of the tensors written."""
+    sums: list[Column] = [F.count(F.lit(1))]
+    kept = on_error == "keep" and bool(spec.steps)
+    if kept:
+        columns = [F.col(f"`{s.output}`.error") for s in spec.steps]
+        any_error = F.coalesce(*columns) if len(columns) > 1 else columns[0]
+        sums += [*[F.count(c) for c in columns], F.count(any_error)]
+    aggregates = spec.aggregate.aggregates if spec.aggregate is not None else {}
     for name in aggregates:
         sums += [
             F.sum(F.col(f"`{name}`.events")),
@@ -290,14 +294,21 @@ def _aggregated(written: DataFrame, spec: JobSpec) -> dict[str, dict[str, int]]:
         ]
     row = written.select(*sums).first()
     assert row is not None  # an aggregate has one row
-    out = {}
-    for i, (name, agg) in enumerate(aggregates.items()):
-        events, dropped, error_groups, tensors, element = row[5 * i : 5 * i + 5]
+    values = list(row)
+    rows = int(values.pop(0))
+    errors, error_rows = {}, 0
+    if kept:
+        errors = {s.output: int(values.pop(0)) for s in spec.steps}
+        error_rows = int(values.pop(0))
+    aggregated = {}
+    for name, agg in aggregates.items():
+        events, dropped, error_groups, tensors, element = values[:5]
+        del values[:5]
         itemsize = np.dtype(element).itemsize if element else 0
-        out[name] = {
+        aggregated[name] = {
             "events": int(events or 0),
             "dropped": int(dropped or 0),
             "error_groups": int(error_groups or 0),
             "bytes": int(tensors) * math.prod(agg.shape) * itemsize,
         }
-    return out
+    return _OutputCounts(rows, errors, error_rows, aggregated)
