@@ -307,17 +307,23 @@ def slice_scatter(
     )
 
 
-def _convert(dtype: str, layout: str, keep: bool) -> Any:
-    """The Arrow UDF re-laying a tensor column out in `layout`."""
+def _convert(dtype: str, layout: str, keep: bool, named: bool) -> Any:
+    """The Arrow UDF re-laying a tensor column out in `layout` (`named`: a second column
+    gives the rows' ids)."""
     expected = numpy_dtype(dtype)
 
-    def compute(array: pa.Array) -> pa.Array:
+    def convert(array: pa.Array, row_ids: pa.Array | None) -> pa.Array:
         rows = read_tensor(array, "tensor", expected)
         valid = np.ones(rows.rows, bool)
         valid[list(rows.problems)] = False
         if rows.problems and not keep:
             row = min(rows.problems)
-            raise RowError(f"row {row} of the batch: {rows.problems[row]}")
+            name = (
+                f"row {row} of a batch (pass row_id= to name rows)"
+                if row_ids is None
+                else f"{_ROW_ID}={row_ids[row].as_py()!r}"
+            )
+            raise RowError(f"{name}: {rows.problems[row]}")
         ragged = rows.ragged
         values = ragged.values
         if values.dtype != expected:
@@ -327,11 +333,24 @@ def _convert(dtype: str, layout: str, keep: bool) -> Any:
         errors = [rows.problems.get(r) for r in range(rows.rows)] if keep else None
         return tensor_array(values, ragged, valid, errors, layout)
 
+    def compute(array: pa.Array) -> pa.Array:
+        return convert(array, None)
+
+    def compute_named(array: pa.Array, row_ids: pa.Array) -> pa.Array:
+        return convert(array, row_ids)
+
     make: Any = F.arrow_udf  # its overloads do not know a function of a struct column
-    return make(compute, tensor_struct(dtype, with_error=keep, layout=layout))
+    kind = tensor_struct(dtype, with_error=keep, layout=layout)
+    return make(compute_named if named else compute, kind)
 
 
-def to_binary(column: ColumnOrName, *, dtype: str = "float", on_error: str = "fail") -> Column:
+def to_binary(
+    column: ColumnOrName,
+    *,
+    dtype: str = "float",
+    on_error: str = "fail",
+    row_id: ColumnOrName | None = None,
+) -> Column:
     """A tensor column (either layout, or a plain array) in the binary layout:
     ``struct<data: binary, shape: array<int>, dtype: string>``, the C-order little-endian
     bytes of each tensor. Spark moves and writes the bytes as one value, several times
@@ -339,19 +358,28 @@ def to_binary(column: ColumnOrName, *, dtype: str = "float", on_error: str = "fa
 
     `dtype` is the element type (``"float"``: float32); array values of another type are
     cast to it. A row that cannot be read (a null element, a null shape, bytes that do not
-    match the shape) fails the task (``on_error="fail"``) or keeps its message in the
-    result's ``error`` field (``"keep"``); a null tensor stays null.
+    match the shape) fails the task (``on_error="fail"``), named by `row_id`'s value
+    (``row_id=7``) where given, or keeps its message in the result's ``error`` field
+    (``"keep"``); a null tensor stays null.
     """
     if on_error not in ON_ERROR:
         raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
-    return _convert(dtype, "binary", on_error == "keep")(_col(column))
+    args = [_col(column)] + ([] if row_id is None else [_col(row_id)])
+    return _convert(dtype, "binary", on_error == "keep", row_id is not None)(*args)
 
 
-def to_arrays(column: ColumnOrName, *, dtype: str = "float", on_error: str = "fail") -> Column:
+def to_arrays(
+    column: ColumnOrName,
+    *,
+    dtype: str = "float",
+    on_error: str = "fail",
+    row_id: ColumnOrName | None = None,
+) -> Column:
     """A tensor column (either layout) in the arrays layout, ``struct<values: array<T>,
     shape: array<int>>``, for Spark SQL's array functions. `dtype`: the element type the
     binary tensors hold (a row holding another type is a bad row); `on_error` as in
     `to_binary`."""
     if on_error not in ON_ERROR:
         raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
-    return _convert(dtype, "arrays", on_error == "keep")(_col(column))
+    args = [_col(column)] + ([] if row_id is None else [_col(row_id)])
+    return _convert(dtype, "arrays", on_error == "keep", row_id is not None)(*args)

@@ -168,8 +168,12 @@ def test_to_binary_and_to_arrays_convert_both_ways_and_name_a_bad_row(spark):  #
     assert kept[0]["t"]["values"] == [1.0, 1.0]
     assert kept[1]["t"]["values"] is None
     assert kept[1]["t"]["error"] == "tensor holds 8 byte(s); shape [5] of float32 takes 20"
-    with pytest.raises(Exception, match="shape \\[5\\] of float32 takes 20"):
+    with pytest.raises(Exception, match="of a batch \\(pass row_id= to name rows\\): tensor holds 8"):
         df.select(skf.to_arrays("b").alias("t")).collect()
+    named = spark.createDataFrame(pa.table({"b": bad, "id": [10, 11]}).to_pandas())
+    for convert in (skf.to_arrays, skf.to_binary):
+        with pytest.raises(Exception, match="row_id=11: tensor holds 8 byte\\(s\\); shape"):
+            named.select(convert("b", row_id="id").alias("t")).collect()
 
 
 def _events(spark, n=400):  # noqa: F811
