@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "scatterkit/config.hpp"
+#include "scatterkit/exact/bounded_slots.hpp"
 #include "scatterkit/exact/double_slots.hpp"
 #include "scatterkit/exact/line_fold.hpp"
 #include "scatterkit/exact/state_merge.hpp"
@@ -64,6 +65,31 @@ inline namespace SCATTERKIT_KERNELS {
 // Terms at most this many at a time through one table of slots: their counts are 32-bit.
 constexpr int64_t kSlotFoldTerms = int64_t(1) << 31;
 
+// fold_states_through_slots's way for float16, bfloat16 and float32 terms into at most
+// kBoundedSlotsMaxElements elements: bounded double slots (bounded_slots.hpp), one per part.
+template <class T, class I>
+bool fold_states_through_bounded_slots(uint64_t* states, int64_t elements, const I* tgt,
+                                       const T* upd, int64_t n, int64_t parts) {
+  const int64_t bytes = n * int64_t(sizeof(I) + sizeof(T));
+  for (int64_t p0 = 0; p0 < n; p0 += kSlotFoldTerms) {
+    const int64_t m = std::min(kSlotFoldTerms, n - p0);
+    std::vector<std::unique_ptr<BoundedSlots<T>>> tables(static_cast<size_t>(parts));
+    std::atomic<bool> bad{false};
+    parallel_for(parts, bytes, [&](int64_t k0, int64_t k1) {
+      for (int64_t k = k0; k < k1; ++k) {
+        tables[size_t(k)] = std::make_unique<BoundedSlots<T>>(elements);  // on its thread's pages
+        const int64_t a = p0 + m * k / parts, b = p0 + m * (k + 1) / parts;
+        if (!fold_bounded(*tables[size_t(k)], tgt + a, upd + a, b - a,
+                          IndexRange{-elements, elements}))
+          bad.store(true, std::memory_order_relaxed);
+      }
+    });
+    if (bad.load()) return false;
+    for (const auto& t : tables) t->add_to(states);
+  }
+  return true;
+}
+
 // Folds the n terms upd[p] into the states of `elements` elements at the flat targets tgt[p]
 // (a negative one wraps once) through tables of double slots, which are then added to the
 // states: a sum in a double slot costs an add (the exact sums' fast path, line_fold.hpp), where a
@@ -73,6 +99,8 @@ constexpr int64_t kSlotFoldTerms = int64_t(1) << 31;
 // term was -0 (an empty slot's -0 adds nothing), so the flags come out as the terms' own.
 // Returns false, with the states unchanged, if a target lies outside [-elements, elements) and n
 // is at most kSlotFoldTerms (else the targets must have been checked).
+// Float terms into a small tensor go through bounded double slots instead
+// (fold_states_through_bounded_slots).
 template <class T, class I>
 bool fold_states_through_slots(uint64_t* states, int64_t elements, const I* tgt, const T* upd,
                                int64_t n) {
@@ -81,6 +109,9 @@ bool fold_states_through_slots(uint64_t* states, int64_t elements, const I* tgt,
   // a table per thread, while the tables stay small next to the terms
   const int64_t parts =
       std::max<int64_t>(1, std::min<int64_t>(threads_for(n, bytes), 1 + 2 * n / elements));
+  if constexpr (bounded_terms_v<T>)
+    if (elements <= kBoundedSlotsMaxElements)
+      return fold_states_through_bounded_slots(states, elements, tgt, upd, n, parts);
   std::unique_ptr<double[]> tab(new double[size_t(parts * elements)]);
   std::unique_ptr<uint32_t[]> cnt(new uint32_t[size_t(parts * elements)]);
   std::vector<ExactSlots<T>> slots(static_cast<size_t>(parts));
