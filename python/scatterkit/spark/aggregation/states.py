@@ -41,11 +41,15 @@ class EventRows:
     element_order: np.ndarray | None
 
 
-def _ints(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """An integer column as int64 values and a validity mask."""
-    valid = np.asarray(array.is_valid())
-    values = np.asarray(array.fill_null(0).cast(pa.int64()), dtype=np.int64)
-    return values, valid
+def _ints(array: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
+    """An integer column's values (a view where there are no nulls) and its validity mask
+    (None: no nulls)."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if array.null_count:
+        valid = np.asarray(array.is_valid())
+        return np.asarray(array.fill_null(0).cast(pa.int64()), dtype=np.int64), valid
+    return array.to_numpy(zero_copy_only=False), None
 
 
 def order_keys(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -90,14 +94,20 @@ def locate(
     for axis in range(spec.k - 1, -1, -1):
         values, valid = _ints(coordinates[axis])
         extent = spec.shape[axis]
-        wrapped = np.where(values < 0, values + extent, values)
-        ok = valid & (wrapped >= 0) & (wrapped < extent)
-        for row in np.flatnonzero(~ok & good):
-            problems[int(row)] = _coordinate_problem(
-                spec, axis, values[row] if valid[row] else None
-            )
-        good &= ok
-        offset += np.where(ok, wrapped, 0) * stride
+        wrapped = np.array(values, np.int64)  # a copy, whatever the integer type
+        np.add(wrapped, extent, out=wrapped, where=wrapped < 0)
+        ok = wrapped.view(np.uint64) < extent  # negative after one wrap: out of range too
+        if valid is not None:
+            ok &= valid
+        if not ok.all():
+            for row in np.flatnonzero(~ok & good).tolist():
+                found = None if valid is not None and not valid[row] else values[row]
+                problems[row] = _coordinate_problem(spec, axis, found)
+            good &= ok
+            wrapped[~ok] = 0
+        if stride != 1:
+            wrapped *= stride
+        offset += wrapped
         stride *= extent
     return offset, good, problems
 
