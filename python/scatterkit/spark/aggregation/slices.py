@@ -18,7 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..core.element_types import DATA, DTYPE, SHAPE, VALUES, cast_as_spark, layout_of
+from ..core.element_types import DATA, DTYPE, SHAPE, VALUES, cast_as_spark
+from ..runtime.tensors import binary_element_dtype, struct_layout
 from ..specs.agg_spec import AggSpec
 
 Problems = dict  # dict[int, str]: row -> why its slice cannot be used
@@ -40,13 +41,7 @@ def slice_lists(spec: AggSpec, updates: pa.Array) -> tuple[pa.Array, Problems]:
             f"{what} must be an array or tensor column for {spec.k} index column(s) of a "
             f"rank-{len(spec.shape)} tensor, got {updates.type}"
         )
-    names = [updates.type.field(i).name for i in range(updates.type.num_fields)]
-    layout = layout_of(names)
-    if layout is None:
-        raise TypeError(
-            f"{what}: a tensor struct needs fields values and shape, or data, "
-            f"shape and dtype; got {sorted(names)}"
-        )
+    names, layout = struct_layout(updates, what)
     content = updates.field(VALUES if layout == "arrays" else DATA)
     present = np.asarray(updates.is_valid()) & np.asarray(content.is_valid())  # else skipped
     problems = _shape_problems(spec, updates.field(SHAPE), present, what)
@@ -163,14 +158,11 @@ def _decode(
 
 
 def _dtype(name: str) -> np.dtype | None:
-    """A little-endian number or boolean dtype by its NumPy name, else None."""
+    """A binary tensor's dtype by its name, else None."""
     try:
-        found = np.dtype(name)
+        return binary_element_dtype(name)
     except TypeError:
         return None
-    if found.kind not in "biuf" or found.byteorder == ">":
-        return None
-    return found
 
 
 def _with_nulls(values: pa.Array, keep: np.ndarray, problems: Problems) -> pa.Array:

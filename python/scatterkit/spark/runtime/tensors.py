@@ -133,13 +133,7 @@ def read_tensor(
     array = _flat(array)
     if not pa.types.is_struct(array.type):
         return read_split(array, None, what)
-    names = [array.type.field(i).name for i in range(array.type.num_fields)]
-    layout = layout_of(names)
-    if layout is None:
-        raise TypeError(
-            f"{what}: a tensor struct needs fields 'values' and 'shape' (or 'data', 'shape' "
-            f"and 'dtype'), got {sorted(names)}"
-        )
+    names, layout = struct_layout(array, what)
     # StructArray.field applies the struct's own offset and length to the child.
     if layout == "binary":
         dtypes = array.field(DTYPE) if DTYPE in names else None
@@ -152,6 +146,18 @@ def read_tensor(
     return rows
 
 
+def struct_layout(array: pa.StructArray, what: str) -> tuple[list[str], str]:
+    """A tensor struct's field names and layout; TypeError if it is not a tensor struct."""
+    names = [array.type.field(i).name for i in range(array.type.num_fields)]
+    layout = layout_of(names)
+    if layout is None:
+        raise TypeError(
+            f"{what}: a tensor struct needs fields 'values' and 'shape' (or 'data', 'shape' "
+            f"and 'dtype'), got {sorted(names)}"
+        )
+    return names, layout
+
+
 def _binary_dtype(dtypes: pa.Array | None, wanted: np.dtype | None, what: str) -> np.dtype:
     """The element type of a binary column: `wanted`, or the first row's, else float32."""
     if wanted is not None:
@@ -159,13 +165,15 @@ def _binary_dtype(dtypes: pa.Array | None, wanted: np.dtype | None, what: str) -
     if dtypes is not None:
         for name in dtypes.drop_null().unique().to_pylist()[:1]:
             try:
-                return _element_dtype(name)
+                return binary_element_dtype(name)
             except TypeError:
                 break
     return np.dtype(np.float32)
 
 
-def _element_dtype(name: str) -> np.dtype:
+def binary_element_dtype(name: str) -> np.dtype:
+    """The NumPy dtype a binary tensor's dtype name gives; TypeError if it is not a
+    little-endian number or boolean dtype."""
     try:
         found = np.dtype(name)
     except TypeError:
@@ -245,7 +253,7 @@ def _binary_offsets(data: pa.Array) -> np.ndarray:
 
 def _dtype_name(name: str) -> str:
     try:
-        return _element_dtype(name).name
+        return binary_element_dtype(name).name
     except TypeError:
         return name
 
