@@ -514,6 +514,19 @@ def test_tasks_give_the_same_bits_for_any_batch_sizes_flushes_and_budgets(monkey
     assert combined.num_rows < n / 2, "packing and combining shrank the rows shuffled"
 
 
+@pytest.mark.parametrize("keys", [1, 300, 70_000])  # one radix pass, or two past 2^16 keys
+def test_the_map_side_groups_an_integer_key_without_sorting_it(keys):
+    from scatterkit.spark.aggregation.tasks import _grouping_order
+
+    rng = np.random.default_rng(keys)
+    key = rng.integers(-(2**62), 2**62, keys)[rng.integers(0, keys, 200_000)]
+    order = _grouping_order(pa.array(key))
+    assert np.array_equal(np.sort(order), np.arange(len(key)))  # every row, once
+    grouped = key[order]
+    starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
+    assert len(starts) == len(np.unique(key)), "each key's rows are together"
+
+
 # -- the job's aggregation step ------------------------------------------------------------------
 
 JOB = {

@@ -189,12 +189,25 @@ def _pack_flush(
 
 
 def _key_order(plan: AggPlan, batch: pa.RecordBatch) -> pa.Array | np.ndarray:
-    """Row numbers that sort the batch by key (any order within a key)."""
+    """Row numbers that group the batch by key: each key's rows together, the keys and the
+    rows within a key in any order."""
     if len(plan.keys) == 1:
         key = batch.column(plan.keys[0])
         if key.null_count == 0 and pa.types.is_integer(key.type):
-            return np.argsort(np.asarray(key))  # a quicksort: 4x faster than Arrow's
+            return _grouping_order(key)
     return pc.sort_indices(batch, sort_keys=[(k, "ascending") for k in plan.keys])
+
+
+def _grouping_order(key: pa.Array) -> np.ndarray:
+    """An integer key's rows grouped: the keys numbered by a hash (in the order they first
+    appear), the numbers sorted by radix (NumPy's stable sort of 16-bit integers), in one
+    pass or two; 2-3x faster than sorting the keys themselves."""
+    numbers = pc.dictionary_encode(key).indices.to_numpy().view(np.uint32)
+    order = np.argsort(numbers.astype(np.uint16), kind="stable")
+    if len(numbers) > 1 << 16:  # more than 2^16 keys are possible: sort the high halves too
+        high = (numbers[order] >> 16).astype(np.uint16)
+        order = order[np.argsort(high, kind="stable")]
+    return order
 
 
 def _fold_into_hot(
