@@ -552,5 +552,96 @@ TEST(ExactStatePaths, FoldThroughSlotsEqualsTermByTerm) {
   check_state_fold_through_slots<bfloat16>();
 }
 
+// ---- few updates into many elements -------------------------------------------------------
+
+// The table over the targeted elements only (exact_elements_compact): targets on the first and
+// last elements and on both sides of a bitmap word's edge, several in one word, repeated; terms
+// and data of every magnitude with the specials; an output past the streamed stores' threshold;
+// every float type, int32 indices, in place and not.
+template <class T, class I = int64_t>
+void check_compact(int64_t size, int64_t n, uint64_t seed, std::vector<int> threads = {1, 2, 3}) {
+  std::mt19937_64 gen(seed);
+  std::vector<int64_t> idx = {0, size - 1, -1, -size, 63, 64, 127, 128, 4095, 4096};
+  for (int64_t x = 100; x < 120; ++x) idx.push_back(x);
+  std::uniform_int_distribution<int64_t> pick(-size, size - 1);
+  while (int64_t(idx.size()) < n) idx.push_back(pick(gen));
+  std::shuffle(idx.begin(), idx.end(), gen);
+  const std::vector<T> upd = converted<T>(state_terms(n, 2, gen));
+  const std::vector<T> data = converted<T>(state_terms(size, 2, gen));
+  const std::string what = "compact, size " + std::to_string(size);
+  expect_reference_bits<T, I>(data, idx, upd, what, threads);
+  const std::vector<I> narrow(idx.begin(), idx.end());
+  for (Reduction r : {Reduction::kSum, Reduction::kMean})
+    for (bool init : {true, false}) {
+      const auto want = reference(data, idx, upd, r == Reduction::kMean, init);
+      std::vector<T> out = data;  // in place
+      OpOptions o;
+      o.exact = true;
+      scatterkit::scatter_elements_update<T, I>(cview(out, {size}), cview(narrow, {n}),
+                                                cview(upd, {n}), 0, mview(out, {size}), r, init, o);
+      EXPECT_TRUE(same_bits(out, want))
+          << what << ", in place, " << scatterkit::reduction_name(r) << ", init " << init;
+    }
+}
+
+TEST(ExactCompactPaths, EqualTheReference) {
+  const int64_t size = 50000 + 37;  // past 3 elements per update: compact
+  check_compact<float>(size, 4000, 81);
+  check_compact<float, int32_t>(size, 4000, 82);
+  check_compact<double>(size, 4000, 83);
+  check_compact<float16>(size, 4000, 84);
+  check_compact<bfloat16>(size, 4000, 85);
+  check_compact<float>(int64_t(5) << 19, 60000, 86, {1, 2});  // 10 MB out: streamed
+}
+
+// The bitmap's numbering with the popcnt instruction where the processor has it, and without:
+// each word's count of the bits before it and each target's rank, against counting bit by bit;
+// words empty, full and random, several bitmaps merged.
+TEST(ExactCompactPaths, BitmapRanksCountEveryBit) {
+  namespace sd = scatterkit::detail;
+  std::mt19937_64 gen(87);
+  const int64_t words = 1000;
+  for (int64_t maps : {int64_t(1), int64_t(3)}) {
+    std::vector<uint64_t> map(size_t(maps * words));
+    for (auto& w : map) w = gen() % 5 == 0 ? 0 : gen() % 5 == 1 ? ~uint64_t(0) : gen() & gen();
+    std::vector<uint64_t> merged(size_t(words), 0);
+    for (int64_t k = 0; k < maps; ++k)
+      for (int64_t w = 0; w < words; ++w) merged[size_t(w)] |= map[size_t(k * words + w)];
+    std::vector<int64_t> want_before(size_t(words + 1), 0);
+    for (int64_t w = 0; w < words; ++w) {
+      int64_t bits = 0;
+      for (int b = 0; b < 64; ++b) bits += int64_t((merged[size_t(w)] >> b) & 1);
+      want_before[size_t(w + 1)] = want_before[size_t(w)] + bits;
+    }
+    std::vector<int64_t> targets;
+    for (int64_t x = 0; x < words * 64; ++x)
+      if ((merged[size_t(x >> 6)] >> (x & 63)) & 1) targets.push_back(x);
+    std::shuffle(targets.begin(), targets.end(), gen);
+    for (bool hard : {false, true}) {
+      std::vector<uint64_t> m = map;
+      std::vector<int64_t> before(size_t(words + 1));
+      const int64_t hit =
+          hard ? sd::number_words(m.data(), words, maps, before.data())
+               : sd::number_words_body(m.data(), words, maps, before.data(), sd::SoftBitCount{});
+      EXPECT_EQ(hit, want_before.back());
+      EXPECT_EQ(before, want_before) << "maps " << maps << ", popcnt " << hard;
+      EXPECT_TRUE(std::equal(merged.begin(), merged.end(), m.begin()));
+      std::vector<int64_t> slot = targets;
+      const int64_t n = int64_t(slot.size());
+      if (hard)
+        sd::rank_targets(slot.data(), 0, n, m.data(), before.data());
+      else
+        sd::rank_targets_body(slot.data(), 0, n, m.data(), before.data(), sd::SoftBitCount{});
+      bool ranked = true;
+      for (int64_t p = 0; p < n; ++p) {
+        const int64_t x = targets[size_t(p)];
+        int64_t below = want_before[size_t(x >> 6)];
+        for (int b = 0; b < (x & 63); ++b) below += int64_t((merged[size_t(x >> 6)] >> b) & 1);
+        ranked &= slot[size_t(p)] == below;
+      }
+      EXPECT_TRUE(ranked) << "maps " << maps << ", popcnt " << hard;
+    }
+  }
+}
 }  // namespace
 }  // namespace test_exact_paths

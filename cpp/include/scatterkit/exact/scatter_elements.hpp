@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "scatterkit/copy.hpp"
+#include "scatterkit/exact/bitmap_ranks.hpp"
 #include "scatterkit/exact/double_slots.hpp"
 #include "scatterkit/exact/line_fold.hpp"
 #include "scatterkit/exact/part_tables.hpp"
@@ -119,14 +120,9 @@ bool exact_elements_dense(const ElementsLayout& l, const KI* idx, const T* upd, 
   return true;
 }
 
-// The set bits of w, without the popcnt instruction the build's baseline lacks
-// (__builtin_popcountll calls libgcc there).
-SCATTERKIT_ALWAYS_INLINE int64_t bit_count(uint64_t w) {
-  w -= (w >> 1) & 0x5555555555555555u;
-  w = (w & 0x3333333333333333u) + ((w >> 2) & 0x3333333333333333u);
-  w = (w + (w >> 4)) & 0x0f0f0f0f0f0f0f0fu;
-  return int64_t((w * 0x0101010101010101u) >> 56);
-}
+// Targets ahead at which exact_elements_compact fetches a target's element of data (its initial
+// value) and of out (its result): a few scattered lines each, which would otherwise miss in turn.
+constexpr int64_t kGatherAhead = 16;
 
 // The same for few updates into many elements: a table over the targeted
 // elements only, so that an untargeted one costs a bit of a bitmap (and its
@@ -191,19 +187,7 @@ bool exact_elements_compact(const ElementsLayout& l, const KI* idx, const T* upd
   uint64_t* map = maps;
   // before[w]: the targets below word w.
   int64_t* const before = reinterpret_cast<int64_t*>(maps + line_parts * words);
-  int64_t hit = 0;
-  for (int64_t w = 0; w < words; ++w) {
-    uint64_t bits = map[w];
-    for (int64_t k = 1; k < maps_used; ++k) bits |= map[k * words + w];
-    map[w] = bits;
-    before[size_t(w)] = hit;
-    hit += bit_count(bits);
-  }
-  before[size_t(words)] = hit;
-  auto rank = [map, before](int64_t x) {
-    const uint64_t below = map[x >> 6] & ((uint64_t(1) << (x & 63)) - 1);
-    return before[size_t(x >> 6)] + bit_count(below);
-  };
+  const int64_t hit = number_words(map, words, maps_used, before);
   // element[r]: the target numbered r.
   int64_t* const element = before + words + 1;  // hit <= updates of them
   for (int64_t w = 0; w < words; ++w) {
@@ -217,12 +201,15 @@ bool exact_elements_compact(const ElementsLayout& l, const KI* idx, const T* upd
   const bool prefetch = tables.prefetch();
   tables.fill(bytes, false,
               [&](int64_t k, double* tab, uint32_t* cnt, ExactSlots<T>& sl, ExactBound&) {
-                if (k == 0 && use_init_val)
-                  for (int64_t r = 0; r < hit; ++r)
+                if (k == 0 && use_init_val)  // scattered over data: each fetched ahead
+                  for (int64_t r = 0; r < hit; ++r) {
+                    if (r + kGatherAhead < hit)
+                      prefetch_l1(uintptr_t(data + element[size_t(r + kGatherAhead)]));
                     sl.add(tab + r, exact_double(data[element[size_t(r)]]));
+                  }
                 const int64_t p0 = updates * k / parts, p1 = updates * (k + 1) / parts;
                 int64_t* slot = target;  // the targets' numbers, from here on
-                for (int64_t p = p0; p < p1; ++p) slot[p] = rank(slot[p]);
+                rank_targets(slot, p0, p1, map, before);
                 const int64_t ahead = prefetch ? p1 - kPrefetchDistance : p0;
                 int64_t p = p0;
                 for (; p < ahead; ++p) {
@@ -239,7 +226,11 @@ bool exact_elements_compact(const ElementsLayout& l, const KI* idx, const T* upd
   if (!out_holds_data) parallel_copy(out, data, count * int64_t(sizeof(T)));
   const int64_t* el = element;
   tables.template finish<false>(
-      mean, use_init_val, int64_t(sizeof(T) + 16), [out, el](int64_t r, T v) { out[el[r]] = v; },
+      mean, use_init_val, int64_t(sizeof(T) + 16),
+      [out, el, hit](int64_t r, T v) {
+        if (r + kGatherAhead < hit) prefetch_l1(uintptr_t(out + el[r + kGatherAhead]));
+        out[el[r]] = v;
+      },
       [](int64_t) {});
   return true;
 }
