@@ -144,7 +144,9 @@ def _value_group(spec: AggSpec) -> ValueColumn:
 def packed_schema(events: T.StructType, plan: AggPlan) -> T.StructType:
     """The combiner's rows for events of `event_columns`' schema (the map side's output)."""
     fields = {f.name: f for f in events.fields}
-    lists = {cell_name(g): T.IntegerType() for g in range(len(plan.cell_groups))}
+    lists: dict[str, T.DataType] = {
+        cell_name(g): T.IntegerType() for g in range(len(plan.cell_groups))
+    }
     lists.update({value_name(v): value.spark_type() for v, value in enumerate(plan.values)})
     lists.update({order_name(o): fields[order_name(o)].dataType for o in range(len(plan.orders))})
     return T.StructType(
