@@ -618,3 +618,13 @@ def test_task_files_gather_row_groups_and_dictionary_encode_flat_columns_only(
     assert pq.read_table(path).equals(pa.Table.from_batches(batches))
     assert piece_task.write_task_file(str(tmp_path / "none.parquet"), None, iter([])) == ("", 0)
     assert not (tmp_path / "none.parquet").exists()
+
+
+def test_parallelism_is_the_partitions_spark_range_gets_without_a_job(spark):  # noqa: F811
+    from scatterkit.spark.jobs.cluster import parallelism
+
+    tracker = spark.sparkContext.statusTracker()
+    jobs = len(tracker.getJobIdsForGroup(None))
+    assert parallelism(spark) == 2  # local[2]
+    assert len(tracker.getJobIdsForGroup(None)) == jobs  # asked of the session, not a job
+    assert spark.range(1 << 16).rdd.getNumPartitions() == 2  # what it stands for

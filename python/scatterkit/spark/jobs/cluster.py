@@ -47,9 +47,13 @@ def on_cluster(spark: Any, fn: Callable[..., Result], *args: Any) -> Result:
 
 
 def parallelism(spark: Any) -> int:
-    """How many tasks the cluster runs at once by default (``defaultParallelism``, which a
-    Spark Connect client cannot ask for): the partitions ``spark.range`` gets by default."""
+    """How many tasks the cluster runs at once by default: the partitions ``spark.range``
+    gets by default. A classic session knows it (``defaultParallelism``, which its
+    ``spark.range`` uses); a Spark Connect client cannot ask, so a small job finds out."""
     from pyspark.sql import functions as F
+
+    if not is_connect(spark):
+        return int(spark.sparkContext.defaultParallelism)
 
     partitions = spark.range(1 << 16).select(F.spark_partition_id().alias("p"))
     last = partitions.agg(F.max("p")).first()[0]
