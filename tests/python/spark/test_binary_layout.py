@@ -168,7 +168,9 @@ def test_to_binary_and_to_arrays_convert_both_ways_and_name_a_bad_row(spark):  #
     assert kept[0]["t"]["values"] == [1.0, 1.0]
     assert kept[1]["t"]["values"] is None
     assert kept[1]["t"]["error"] == "tensor holds 8 byte(s); shape [5] of float32 takes 20"
-    with pytest.raises(Exception, match="of a batch \\(pass row_id= to name rows\\): tensor holds 8"):
+    with pytest.raises(
+        Exception, match="of a batch \\(pass row_id= to name rows\\): tensor holds 8"
+    ):
         df.select(skf.to_arrays("b").alias("t")).collect()
     named = spark.createDataFrame(pa.table({"b": bad, "id": [10, 11]}).to_pandas())
     for convert in (skf.to_arrays, skf.to_binary):
@@ -435,3 +437,28 @@ def test_the_job_aggregates_binary_slices_on_both_engines(spark, tmp_path, engin
     assert spec.aggregate is not None
     plan = agg_plan(events, ["user"], step_specs(events.schema, spec.aggregate))
     assert _event_reader(events, plan, (), locate(str(source)), BatchLimits()) is not None
+
+
+def test_binary_slices_convert_as_spark_casts_array_slices(spark, tmp_path):  # noqa: F811
+    # int64 values past 2^53 round to double, int32 to float: the bits of Spark's own cast
+    ints = [np.array([2**53 + 1, -(2**60) - 3, 7]), np.array([2**62 + 5, 1, -1])]
+    table = pa.table(
+        {
+            "user": [1, 1],
+            "h": pa.array([0, 1], pa.int32()),
+            "arr": pa.array([v.tolist() for v in ints], pa.list_(pa.int64())),
+            "bin": _binary_column(ints, dtype=np.int64),
+            "arr32": pa.array([v.astype(np.int32).tolist() for v in ints], pa.list_(pa.int32())),
+            "bin32": _binary_column([v.astype(np.int32) for v in ints], dtype=np.int32),
+        }
+    )
+    events = spark.read.parquet(str(write_parquet(tmp_path / "ints", table, files=1)))
+    for dtype, arrays, binary in (("double", "arr", "bin"), ("float", "arr32", "bin32")):
+        agg = {"indices": ["h"], "shape": [2, 3], "dtype": dtype}
+        got = [
+            read_tensors_of(
+                skf.aggregate(events, "user", s=skf.scatter_nd_agg(updates=c, **agg)), "s"
+            )
+            for c in (arrays, binary)
+        ]
+        assert got[0].tobytes() == got[1].tobytes(), dtype
