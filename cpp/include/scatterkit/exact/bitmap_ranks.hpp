@@ -1,7 +1,8 @@
 // Exact sums: numbering few targets among many elements (exact_elements_compact,
 // scatter_elements.hpp) through a bitmap of the elements hit and each word's count of the bits
-// before it. Both loops count bits, which the popcnt instruction does in one step where the
-// build's baseline (SSE2) takes a dozen: they are compiled for both, and the processor chooses.
+// before it. A target's rank counts bits, which the popcnt instruction does in one step where the
+// build's baseline (SSE2) takes a dozen: that loop is compiled for both, and the processor
+// chooses.
 #pragma once
 
 #include <cstdint>
@@ -24,18 +25,18 @@ struct SoftBitCount {
   SCATTERKIT_ALWAYS_INLINE int64_t operator()(uint64_t w) const { return bit_count(w); }
 };
 
-// map[w] = the union of the `maps` bitmaps of `words` words from map on (one after another) and
-// before[w] = the set bits of map[0, w), for w <= words; returns their total.
-template <class Count>
-SCATTERKIT_ALWAYS_INLINE int64_t number_words_body(uint64_t* map, int64_t words, int64_t maps,
-                                                   int64_t* before, Count count) {
+// map[w] = the union of the `maps` bitmaps of `words` words from map on (one after another),
+// before[w] = the set bits of map[0, w), for w <= words, and element[r] = the position of the
+// set bit numbered r, in one pass; returns their total.
+inline int64_t number_words(uint64_t* map, int64_t words, int64_t maps, int64_t* before,
+                            int64_t* element) {
   int64_t hit = 0;
   for (int64_t w = 0; w < words; ++w) {
     uint64_t bits = map[w];
     for (int64_t k = 1; k < maps; ++k) bits |= map[k * words + w];
     map[w] = bits;
     before[w] = hit;
-    hit += count(bits);
+    for (; bits != 0; bits &= bits - 1) element[hit++] = w * 64 + __builtin_ctzll(bits);
   }
   before[words] = hit;
   return hit;
@@ -59,12 +60,6 @@ struct HardBitCount {
   }
 };
 
-__attribute__((target("popcnt"))) inline int64_t number_words_popcnt(uint64_t* map, int64_t words,
-                                                                     int64_t maps,
-                                                                     int64_t* before) {
-  return number_words_body(map, words, maps, before, HardBitCount{});
-}
-
 __attribute__((target("popcnt"))) inline void rank_targets_popcnt(int64_t* slot, int64_t p0,
                                                                   int64_t p1, const uint64_t* map,
                                                                   const int64_t* before) {
@@ -77,13 +72,6 @@ inline bool has_popcnt() {
   return popcnt;
 }
 #endif
-
-inline int64_t number_words(uint64_t* map, int64_t words, int64_t maps, int64_t* before) {
-#if defined(__GNUC__) && defined(__x86_64__)
-  if (has_popcnt()) return number_words_popcnt(map, words, maps, before);
-#endif
-  return number_words_body(map, words, maps, before, SoftBitCount{});
-}
 
 inline void rank_targets(int64_t* slot, int64_t p0, int64_t p1, const uint64_t* map,
                          const int64_t* before) {

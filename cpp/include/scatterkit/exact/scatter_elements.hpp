@@ -122,7 +122,7 @@ bool exact_elements_dense(const ElementsLayout& l, const KI* idx, const T* upd, 
 
 // Targets ahead at which exact_elements_compact fetches a target's element of data (its initial
 // value) and of out (its result): a few scattered lines each, which would otherwise miss in turn.
-constexpr int64_t kGatherAhead = 16;
+constexpr int64_t kGatherAhead = 32;
 
 // The same for few updates into many elements: a table over the targeted
 // elements only, so that an untargeted one costs a bit of a bitmap (and its
@@ -187,14 +187,9 @@ bool exact_elements_compact(const ElementsLayout& l, const KI* idx, const T* upd
   uint64_t* map = maps;
   // before[w]: the targets below word w.
   int64_t* const before = reinterpret_cast<int64_t*>(maps + line_parts * words);
-  const int64_t hit = number_words(map, words, maps_used, before);
   // element[r]: the target numbered r.
   int64_t* const element = before + words + 1;  // hit <= updates of them
-  for (int64_t w = 0; w < words; ++w) {
-    int64_t r = before[size_t(w)];
-    for (uint64_t bits = map[w]; bits != 0; bits &= bits - 1)
-      element[size_t(r++)] = w * 64 + __builtin_ctzll(bits);
-  }
+  const int64_t hit = number_words(map, words, maps_used, before, element);
   // Tables of `hit` slots, one per part of the updates, as in exact_elements_dense.
   const int64_t parts = exact_parts(updates, updates, hit, bytes);
   PartTables<T> tables(parts, hit, mean, !recycled);  // one recycled block at a time
