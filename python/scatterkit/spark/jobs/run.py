@@ -146,8 +146,9 @@ def _run(
     on_error: str,
     overwrite: bool,
     engine: str,
-) -> tuple[TaskStats, str]:
-    """Runs the job on the chosen engine; returns its stats and the engine that ran it."""
+) -> tuple[TaskStats, str, T.StructType]:
+    """Runs the job on the chosen engine; returns its stats, the engine that ran it and the
+    output's schema."""
     source, binary = events, None
     if spec.aggregate is not None:
         source = aggregate_step(events, spec.aggregate)
@@ -169,7 +170,7 @@ def _run(
                     paths,
                     overwrite=overwrite,
                 )
-            return found, "arrow"
+            return found, "arrow", schema
         except EngineUnavailable as exc:  # found on the cluster: partition directories, ...
             _fall_back_unless_asked(engine, exc)
     fold_times: list[Observation] = []
@@ -180,7 +181,7 @@ def _run(
     )
     if found.failure is None:
         found.counts["fold_us"] += sum(observed_fold_us(o) for o in fold_times)
-    return found, "spark"
+    return found, "spark", schema
 
 
 def run_job(
@@ -218,7 +219,7 @@ def run_job(
     overwrite = mode == "overwrite"
     try:
         with Progress(spark, label="job") if progress else nullcontext():
-            found, used = _run(
+            found, used, written_schema = _run(
                 spark, events, spec, input_path, output_path, on_error, overwrite, engine
             )
     except Exception as exc:
@@ -229,7 +230,7 @@ def run_job(
     if found.failure is not None:
         raise JobFailed(found.failure, message_cause(found.failure))
     seconds = time.perf_counter() - started
-    written = spark.read.parquet(output_path)
+    written = spark.read.schema(written_schema).parquet(output_path)  # no job to infer it
     counted = _output_counts(written, spec, on_error)
     tensor_bytes_out = found.counts["bytes_out"]
     for folded in counted.aggregated.values():
