@@ -7,9 +7,9 @@ bytes are decoded here. Values convert to the aggregate's type only where the co
 gives Spark's cast's bits (`cast_as_spark`); a column of another type must be cast first.
 
 A null slice (or a tensor without values or data) stays null: skipped, as Spark's
-aggregates skip nulls. A tensor that cannot
-be this slice (a null or other shape, bytes that do not match the shape and dtype, a dtype
-the aggregate cannot take) is a problem of its row (row -> message), for on_error.
+aggregates skip nulls. A tensor that cannot be this slice (a null or other shape, bytes
+that do not match the shape and dtype, a dtype the aggregate cannot take) is a problem of
+its row (row -> message), for on_error.
 """
 
 from __future__ import annotations
@@ -64,7 +64,8 @@ def _cast_list(spec: AggSpec, values: pa.Array, what: str) -> pa.Array:
             f"{what} holds {child} values, which Spark's cast to {spec.dtype} may change: "
             f"cast the column first (F.col(...).cast('array<{spec.dtype}>'))"
         )
-    return values.cast(pa.list_(target), safe=False)
+    large = pa.types.is_large_list(values.type)
+    return values.cast(pa.large_list(target) if large else pa.list_(target), safe=False)
 
 
 def _shape_problems(spec: AggSpec, shapes: pa.Array, present: np.ndarray, what: str) -> Problems:
