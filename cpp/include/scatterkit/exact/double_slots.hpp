@@ -127,6 +127,31 @@ T finish_parts(const ExactSlots<T>* slots, const double* const* tables, int64_t 
   return finish_state<T>(state, mean, count);
 }
 
+// The same with one more term first, `start` (an initial value; -0, the identity, for none).
+template <class T>
+T finish_parts_from(double start, const ExactSlots<T>* slots, const double* const* tables,
+                    int64_t parts, int64_t x, bool mean, uint64_t count) {
+  using L = ExactLayout<T>;
+  double sum = start;
+  bool fast = std::isfinite(start);
+  for (int64_t k = 0; k < parts && fast; ++k) {
+    const double b = tables[k][x];
+    fast = sum_is_exact(sum, b);  // also false for a moved slot (NaN)
+    sum += b;
+  }
+  if (fast) return mean ? round_double_mean<T>(sum, count) : round_double<T>(sum);
+  uint64_t state[L::kWords] = {};
+  add_value<T>(state, start);
+  for (int64_t k = 0; k < parts; ++k) {
+    const double v = tables[k][x];
+    if (const uint64_t* moved = slots[k].state(v))
+      merge_state<T>(state, moved);
+    else
+      add_value<T>(state, v);
+  }
+  return finish_state<T>(state, mean, count);
+}
+
 // ---- a bound that proves double sums exact, batched --------------------------------------
 //
 // Every term of a float16, bfloat16 or float32 tensor is a float32. If every term folded into a

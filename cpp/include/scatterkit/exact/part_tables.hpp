@@ -91,6 +91,22 @@ class PartTables {
     return !bad.load();
   }
 
+  // Calls put(r, value) with every slot's sum (mean: divided by its terms) and one more term
+  // start(r) first, counted with use_init_val (an initial value read where the result goes; -0,
+  // the identity, for none), rounded once.
+  template <class Start, class Put>
+  void finish_from(bool mean, bool use_init_val, int64_t bytes_per_slot, Start&& start,
+                   Put&& put) const {
+    parallel_for(slots_, slots_ * bytes_per_slot, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        uint64_t n = use_init_val ? 1 : 0;
+        if (counts_)
+          for (int64_t k = 0; k < parts_; ++k) n += counts_[size_t(k * slots_ + r)];
+        put(r, finish_parts_from<T>(start(r), spilled_.data(), tables_.data(), parts_, r, mean, n));
+      }
+    });
+  }
+
   // Calls put(r, value) with every slot's sum (mean: divided by its terms) rounded once. Its
   // terms: the initial value with use_init_val, and, counted, the updates. With kMayMiss, a
   // counted slot that no update hit calls miss(r) instead. Bytes per slot for the threading

@@ -120,8 +120,8 @@ bool exact_elements_dense(const ElementsLayout& l, const KI* idx, const T* upd, 
   return true;
 }
 
-// Targets ahead at which exact_elements_compact fetches a target's element of data (its initial
-// value) and of out (its result): a few scattered lines each, which would otherwise miss in turn.
+// Targets ahead at which exact_elements_compact fetches a target's element of out (its initial
+// value, then its result): scattered lines, which would otherwise miss in turn.
 constexpr int64_t kGatherAhead = 32;
 
 // The same for few updates into many elements: a table over the targeted
@@ -196,12 +196,6 @@ bool exact_elements_compact(const ElementsLayout& l, const KI* idx, const T* upd
   const bool prefetch = tables.prefetch();
   tables.fill(bytes, false,
               [&](int64_t k, double* tab, uint32_t* cnt, ExactSlots<T>& sl, ExactBound&) {
-                if (k == 0 && use_init_val)  // scattered over data: each fetched ahead
-                  for (int64_t r = 0; r < hit; ++r) {
-                    if (r + kGatherAhead < hit)
-                      prefetch_l1(uintptr_t(data + element[size_t(r + kGatherAhead)]));
-                    sl.add(tab + r, exact_double(data[element[size_t(r)]]));
-                  }
                 const int64_t p0 = updates * k / parts, p1 = updates * (k + 1) / parts;
                 int64_t* slot = target;  // the targets' numbers, from here on
                 rank_targets(slot, p0, p1, map, before);
@@ -220,13 +214,15 @@ bool exact_elements_compact(const ElementsLayout& l, const KI* idx, const T* upd
               });
   if (!out_holds_data) parallel_copy(out, data, count * int64_t(sizeof(T)));
   const int64_t* el = element;
-  tables.template finish<false>(
-      mean, use_init_val, int64_t(sizeof(T) + 16),
-      [out, el, hit](int64_t r, T v) {
+  // A target's initial value is read from out (which holds data) as its result goes there: one
+  // scattered pass over out, its lines fetched ahead.
+  tables.finish_from(
+      mean, use_init_val, int64_t(2 * sizeof(T) + 16),
+      [out, el, hit, use_init_val](int64_t r) {
         if (r + kGatherAhead < hit) prefetch_l1(uintptr_t(out + el[r + kGatherAhead]));
-        out[el[r]] = v;
+        return use_init_val ? exact_double(out[el[r]]) : -0.0;
       },
-      [](int64_t) {});
+      [out, el](int64_t r, T v) { out[el[r]] = v; });
   return true;
 }
 
