@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "exact_reference.hpp"
 #include "test_support.hpp"
 
 // Named so that local names stay apart in the unity build (see CMakeLists.txt).
@@ -416,19 +417,6 @@ TEST(ExactBoundScan, LowestBitOfEveryKindOfTerm) {
 
 // ---- states --------------------------------------------------------------------------
 
-// exact_state_fold term by term: every term added to its element's state.
-template <class T>
-void fold_term_by_term(std::vector<uint64_t>& states, const std::vector<int64_t>& flat,
-                       const std::vector<T>& upd) {
-  namespace sd = scatterkit::detail;
-  using L = scatterkit::ExactLayout<T>;
-  for (size_t p = 0; p < flat.size(); ++p) {
-    uint64_t* s = &states[size_t(flat[p] * L::kWords)];
-    sd::add_value<T>(s, sd::exact_double(upd[p]));
-    ++s[L::kCount];
-  }
-}
-
 // Terms of one kind: multiples of 2^-24 in [0, 1) (the bound holds), of every magnitude, or
 // specials among them (zeros of both signs, infinities, NaNs, subnormals).
 std::vector<float> state_terms(int64_t n, int kind, std::mt19937_64& gen) {
@@ -476,7 +464,7 @@ void check_state_fold_through_slots() {
         for (bool empty : {true, false}) {
           if (!empty) scatterkit::exact_state_init(dt, init.data(), cells, start.data());
           std::vector<uint64_t> want = start;
-          fold_term_by_term(want, flat, upd);
+          sktest::fold_term_by_term(want, flat, upd);
           for (int threads : {1, 2, 3}) {  // the terms split between tables, one per thread
             scatterkit::set_num_threads(threads);
             std::vector<uint64_t> got = start;
@@ -500,7 +488,7 @@ void check_state_fold_through_slots() {
               (pairs[2 * p] < 0 ? pairs[2 * p] + rows : pairs[2 * p]) * 12 + pairs[2 * p + 1];
         }
         std::vector<uint64_t> want(size_t(rows * 12 * L::kWords), 0), got = want;
-        fold_term_by_term(want, flat2, upd);
+        sktest::fold_term_by_term(want, flat2, upd);
         scatterkit::exact_state_fold(
             dt, got.data(), {rows, 12},
             scatterkit::IndexRef{pairs.data(), {n, 2}, scatterkit::IndexType::kInt64},
@@ -509,7 +497,7 @@ void check_state_fold_through_slots() {
         // int32 indices
         const std::vector<int32_t> idx32(idx.begin(), idx.end());
         std::vector<uint64_t> want32(size_t(cells * L::kWords), 0), got32 = want32;
-        fold_term_by_term(want32, flat, upd);
+        sktest::fold_term_by_term(want32, flat, upd);
         scatterkit::exact_state_fold(
             dt, got32.data(), {cells},
             scatterkit::IndexRef{idx32.data(), {n, 1}, scatterkit::IndexType::kInt32},

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "exact_reference.hpp"
 #include "test_support.hpp"
 
 // Named so that local names stay apart in the unity build (see CMakeLists.txt).
@@ -120,19 +121,6 @@ TEST(ExactStateMerge, ScalarAndWideAgree) {
 
 // ---- the fold through bounded slots ---------------------------------------------------
 
-// Every term added to its element's state, one by one.
-template <class T>
-void fold_one_by_one(std::vector<uint64_t>& states, const std::vector<int64_t>& flat,
-                     const std::vector<T>& upd) {
-  namespace sd = scatterkit::detail;
-  using L = scatterkit::ExactLayout<T>;
-  for (size_t p = 0; p < flat.size(); ++p) {
-    uint64_t* s = &states[size_t(flat[p] * L::kWords)];
-    sd::add_value<T>(s, sd::exact_double(upd[p]));
-    ++s[L::kCount];
-  }
-}
-
 // Terms of a kind, each kind aimed at a path of the bounded slots:
 // 0 log-normal amounts (bench_events'): the unit lowers now and then, the bound holds;
 // 1 magnitudes 2^0 to 2^20 in every step: the bound breaks every few steps (the slots move, or
@@ -219,7 +207,7 @@ void check_bounded_fold() {
         for (bool empty : {true, false}) {
           if (!empty) scatterkit::exact_state_init(dt, init.data(), cells, start.data());
           std::vector<uint64_t> want = start;
-          fold_one_by_one(want, flat, upd);
+          sktest::fold_term_by_term(want, flat, upd);
           for (int threads : {1, 2, 3}) {
             scatterkit::set_num_threads(threads);
             std::vector<uint64_t> got = start, got32 = start;
@@ -276,7 +264,7 @@ TEST(ExactBoundedSlots, TheBoundHoldsOrTheSlotsMove) {
     EXPECT_EQ(slots.states.empty(), kind == 0) << "kind " << kind;
     std::vector<uint64_t> got(size_t(cells * L::kWords), 0), want = got;
     slots.add_to(got.data());
-    fold_one_by_one(want, idx, upd);
+    sktest::fold_term_by_term(want, idx, upd);
     EXPECT_EQ(got, want) << "kind " << kind;
   }
 }
