@@ -27,13 +27,30 @@ _INT32_MAX = 2**31 - 1
 
 
 def slice_lists(spec: AggSpec, updates: pa.Array) -> tuple[pa.Array, Problems]:
-    """`updates` as a list array of the aggregate's element type (rows with a problem
-    null), and the problems. A value column (the tensor's rank of coordinates) passes as is."""
+    """`updates` as a list array of the aggregate's element type, and the rows that cannot
+    be slices (null in the lists, or of the wrong length). A value column (the tensor's
+    rank of coordinates) passes as is."""
     if isinstance(updates, pa.ChunkedArray):
         updates = updates.combine_chunks()
     if spec.k == len(spec.shape):
         return updates, {}
-    what = f"updates {spec.updates!r}"
+    lists, problems = _as_lists(spec, updates, f"updates {spec.updates!r}")
+    return lists, {**_length_problems(spec, lists), **problems}
+
+
+def _length_problems(spec: AggSpec, lists: pa.Array) -> Problems:
+    """Rows whose (non-null) slice does not hold ``prod(shape[k:])`` values."""
+    size = spec.slice_size
+    lengths = np.asarray(pc.list_value_length(lists).fill_null(size), dtype=np.int64)
+    return {
+        int(row): f"updates {spec.updates!r} holds {lengths[row]} value(s); a slice of shape "
+        f"{list(spec.shape[spec.k :])} takes {size}"
+        for row in np.flatnonzero(lengths != size)
+    }
+
+
+def _as_lists(spec: AggSpec, updates: pa.Array, what: str) -> tuple[pa.Array, Problems]:
+    """An array or tensor column's slices as lists, and the rows that cannot be slices."""
     if pa.types.is_list(updates.type) or pa.types.is_large_list(updates.type):
         return _cast_list(spec, updates, what), {}
     if not pa.types.is_struct(updates.type):

@@ -16,7 +16,6 @@ from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ... import _fold
 from ..specs.agg_spec import AggSpec
@@ -112,24 +111,6 @@ def locate(
     return offset, good, problems
 
 
-def slice_problems(spec: AggSpec, updates: pa.Array) -> dict[int, str]:
-    """Rows whose (non-null) slice does not hold ``prod(shape[k:])`` values."""
-    if spec.k == len(spec.shape):
-        return {}
-    if not (pa.types.is_list(updates.type) or pa.types.is_large_list(updates.type)):
-        raise TypeError(
-            f"updates {spec.updates!r} must be an array column for {spec.k} index column(s) "
-            f"of a rank-{len(spec.shape)} tensor, got {updates.type}"
-        )
-    size = spec.slice_size
-    lengths = np.asarray(pc.list_value_length(updates).fill_null(size), dtype=np.int64)
-    return {
-        int(row): f"updates {spec.updates!r} holds {lengths[row]} value(s); a slice of shape "
-        f"{list(spec.shape[spec.k :])} takes {size}"
-        for row in np.flatnonzero(lengths != size)
-    }
-
-
 def flatten(
     spec: AggSpec,
     offset: np.ndarray,
@@ -177,8 +158,7 @@ def read_events(
     """Checks and flattens a batch of events (columns as Arrow arrays, nulls allowed;
     slices in any layout, `slices.slice_lists`)."""
     offset, good, problems = locate(spec, coordinates)
-    updates, unusable = slice_lists(spec, updates)
-    wrong = {**slice_problems(spec, updates), **unusable}
+    updates, wrong = slice_lists(spec, updates)
     for row, message in wrong.items():
         good[row] = False
         problems.setdefault(row, message)

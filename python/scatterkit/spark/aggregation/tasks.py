@@ -20,7 +20,7 @@ from ..runtime.faults import pause_point
 from ..runtime.tensors import tensor_array
 from ..runtime.threads import configure_threads
 from .slices import slice_lists
-from .states import AggState, EventRows, flatten, locate, slice_problems
+from .states import AggState, EventRows, flatten, locate
 from .wire import (
     BLOB,
     COUNT_FIELDS,
@@ -79,8 +79,7 @@ def _check(plan: AggPlan, batch: pa.RecordBatch) -> _Checked:
             cells[name] = pa.array(offset.astype(np.int32), mask=~good)
         value = plan.value_of(i)
         if value not in wrong_slices:
-            values[value], unusable = slice_lists(spec, batch.column(value))
-            wrong_slices[value] = {**slice_problems(spec, values[value]), **unusable}
+            values[value], wrong_slices[value] = slice_lists(spec, batch.column(value))
         found = dict(located[name][2])
         for row, message in wrong_slices[value].items():
             found.setdefault(row, message)
