@@ -102,6 +102,22 @@ class ExactSlots {
   std::vector<uint64_t> states_;
 };
 
+// The parts of a target (slots moved into states, or doubles) added to `state`, whose exact
+// sum is then rounded once, or divided by `count` first (mean): where a double sum is not
+// exact.
+template <class T>
+T finish_parts_in(uint64_t* state, const ExactSlots<T>* slots, const double* const* tables,
+                  int64_t parts, int64_t x, bool mean, uint64_t count) {
+  for (int64_t k = 0; k < parts; ++k) {
+    const double v = tables[k][x];
+    if (const uint64_t* moved = slots[k].state(v))
+      merge_state<T>(state, moved);
+    else
+      add_value<T>(state, v);
+  }
+  return finish_state<T>(state, mean, count);
+}
+
 // The exact sum of a target's parts (slots of several tables), rounded once,
 // or divided by `count` first (mean).
 template <class T>
@@ -117,14 +133,7 @@ T finish_parts(const ExactSlots<T>* slots, const double* const* tables, int64_t 
   }
   if (fast) return mean ? round_double_mean<T>(sum, count) : round_double<T>(sum);
   uint64_t state[L::kWords] = {};
-  for (int64_t k = 0; k < parts; ++k) {
-    const double v = tables[k][x];
-    if (const uint64_t* moved = slots[k].state(v))
-      merge_state<T>(state, moved);
-    else
-      add_value<T>(state, v);
-  }
-  return finish_state<T>(state, mean, count);
+  return finish_parts_in<T>(state, slots, tables, parts, x, mean, count);
 }
 
 // The same with one more term first, `start` (an initial value; -0, the identity, for none).
@@ -142,14 +151,7 @@ T finish_parts_from(double start, const ExactSlots<T>* slots, const double* cons
   if (fast) return mean ? round_double_mean<T>(sum, count) : round_double<T>(sum);
   uint64_t state[L::kWords] = {};
   add_value<T>(state, start);
-  for (int64_t k = 0; k < parts; ++k) {
-    const double v = tables[k][x];
-    if (const uint64_t* moved = slots[k].state(v))
-      merge_state<T>(state, moved);
-    else
-      add_value<T>(state, v);
-  }
-  return finish_state<T>(state, mean, count);
+  return finish_parts_in<T>(state, slots, tables, parts, x, mean, count);
 }
 
 // ---- a bound that proves double sums exact, batched --------------------------------------
