@@ -25,7 +25,7 @@ from spark_helpers import pa, pq, spark, write_parquet  # noqa: F401
 from scatterkit.spark import functions as skf
 from scatterkit.spark.aggregation import tasks as agg_tasks
 from scatterkit.spark.aggregation.tasks import combine_events, finish_groups
-from scatterkit.spark.aggregation.wire import AggPlan
+from scatterkit.spark.aggregation.wire import AggPlan, events_per_row
 from scatterkit.spark.cli import main
 from scatterkit.spark.core.errors import JobFailed, SpecError
 from scatterkit.spark.jobs.run import run_job
@@ -507,8 +507,8 @@ def test_tasks_give_the_same_bits_for_any_batch_sizes_flushes_and_budgets(monkey
             first = result
         for g in first:
             assert first[g].tobytes() == result[g].tobytes(), (map_batch, reduce_batch, flush, g)
-        packed = combined.filter(pc.equal(combined.column("__kind"), 0))
-        lengths = pc.list_value_length(packed.column("__cell0")).to_numpy()
+        packed = combined.filter(pc.equal(combined.column("__kind"), 0)).combine_chunks()
+        lengths = events_per_row(packed.column("__cell0").chunk(0))
         folded = sum(v["events"] for v in _states_of(combined))
         assert lengths.sum() + folded == n, "every event is packed or folded, once"
     assert combined.num_rows < n / 2, "packing and combining shrank the rows shuffled"
@@ -811,8 +811,9 @@ def test_a_key_frequent_across_batches_is_combined_though_no_batch_holds_a_state
     assert keys[kinds == 1].tolist() == [7]  # one state for the key, sent at the end
     assert _states_of(out) == [{"events": hot, "dropped": 0}]
     assert 7 not in keys[kinds == 0]  # none of its events travels as an event
-    lengths = pc.list_value_length(out.filter(pc.equal(out.column("__kind"), 0))["__cell0"])
-    assert pc.sum(lengths).as_py() == n - hot  # the other events, a row per key
+    packed = out.filter(pc.equal(out.column("__kind"), 0)).combine_chunks()
+    lengths = events_per_row(packed["__cell0"].chunk(0))
+    assert lengths.sum() == n - hot  # the other events, a row per key
     assert (kinds == 0).sum() == len(set(keys[kinds == 0].tolist()))
 
 

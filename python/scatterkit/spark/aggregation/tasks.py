@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..._batch import Ragged
+from ..core.element_types import numpy_dtype
 from ..core.errors import RowError
 from ..runtime.faults import pause_point
 from ..runtime.tensors import tensor_array
@@ -29,12 +30,18 @@ from .wire import (
     PROBLEM,
     STATE,
     AggPlan,
+    cell_name,
+    events_per_row,
     order_name,
+    pack_numbers,
     pack_parts,
     pack_problem,
     result_name,
+    unpack_numbers,
     unpack_parts,
     unpack_problem,
+    unpack_valid,
+    valid_name,
     value_name,
 )
 
@@ -220,18 +227,31 @@ def _fold_into_hot(
 
 
 def _packed_rows(plan: AggPlan, ordered: pa.RecordBatch, starts: np.ndarray) -> pa.RecordBatch:
-    """A row per key: the key, and each event column as a list of the key's events."""
+    """A row per key: the key, and each event column as the key's events (`wire`)."""
     offsets = pa.array(np.append(starts, ordered.num_rows).astype(np.int32))
-    columns = []
-    for name in ordered.schema.names:
-        column = ordered.column(name)
-        if name in plan.keys:
-            columns.append(column.take(pa.array(starts)))
+    columns = {k: ordered.column(k).take(pa.array(starts)) for k in plan.keys}
+    for g in range(len(plan.cell_groups)):
+        cells = ordered.column(cell_name(g)).fill_null(-1)  # -1: a bad event
+        columns[cell_name(g)] = pack_numbers(np.asarray(cells), starts)
+    for v, value in enumerate(plan.values):
+        column = ordered.column(value_name(v))
+        if not value.as_bytes:
+            columns[value_name(v)] = pa.ListArray.from_arrays(offsets, column)
+            continue
+        filled = column.fill_null(0) if column.null_count else column
+        numbers = np.asarray(filled, numpy_dtype(value.element))
+        columns[value_name(v)] = pack_numbers(numbers, starts)
+        if column.null_count:
+            valid = np.asarray(column.is_valid()).view(np.uint8)
+            columns[valid_name(v)] = pack_numbers(valid, starts)
         else:
-            columns.append(pa.ListArray.from_arrays(offsets, column))
+            columns[valid_name(v)] = pa.nulls(len(starts), pa.binary())
+    for o in range(len(plan.orders)):
+        columns[order_name(o)] = pa.ListArray.from_arrays(offsets, ordered.column(order_name(o)))
     n = len(starts)
-    columns += [pa.array(np.full(n, EVENTS, np.int8)), pa.nulls(n, pa.binary())]
-    return pa.RecordBatch.from_arrays(columns, names=[*ordered.schema.names, KIND, BLOB])
+    columns[KIND] = pa.array(np.full(n, EVENTS, np.int8))
+    columns[BLOB] = pa.nulls(n, pa.binary())
+    return pa.RecordBatch.from_arrays(list(columns.values()), names=list(columns))
 
 
 def _compact(plan: AggPlan, batch: pa.RecordBatch, checked: _Checked) -> pa.RecordBatch:
@@ -390,10 +410,23 @@ def _fold_groups(
 
 def _unpacked_events(plan: AggPlan, packed: pa.RecordBatch) -> tuple[pa.RecordBatch, np.ndarray]:
     """The events of EVENTS rows, a row each, and how many each packed row holds."""
-    names = [n for n in packed.schema.names if n not in plan.keys and n not in (KIND, BLOB)]
-    lists = [packed.column(n) for n in names]
-    lengths = np.asarray(pc.list_value_length(lists[0]).fill_null(0), dtype=np.int64)
-    return pa.RecordBatch.from_arrays([c.flatten() for c in lists], names=names), lengths
+    lengths = events_per_row(packed.column(cell_name(0)))
+    columns: dict[str, pa.Array] = {}
+    for g in range(len(plan.cell_groups)):
+        cells = unpack_numbers(packed.column(cell_name(g)), np.dtype(np.int32))
+        bad = cells < 0
+        columns[cell_name(g)] = pa.array(cells, mask=bad) if bad.any() else pa.array(cells)
+    for v, value in enumerate(plan.values):
+        column = packed.column(value_name(v))
+        if not value.as_bytes:
+            columns[value_name(v)] = column.flatten()
+            continue
+        numbers = unpack_numbers(column, numpy_dtype(value.element))
+        valid = unpack_valid(packed.column(valid_name(v)), lengths)
+        columns[value_name(v)] = pa.array(numbers, mask=None if valid is None else ~valid)
+    for o in range(len(plan.orders)):
+        columns[order_name(o)] = packed.column(order_name(o)).flatten()
+    return pa.RecordBatch.from_arrays(list(columns.values()), names=list(columns)), lengths
 
 
 def _finish_carry(plan: AggPlan, carry: tuple[pa.RecordBatch, list[bytes]]) -> pa.RecordBatch:

@@ -3,9 +3,12 @@
 The combiner reads the events under fixed names (`AggPlan` gives them): the group key
 ``__key{j}``, the raw coordinates ``__coord{m}``, each value column (cast to its
 aggregate's type) ``__value{v}`` and each order_by column ``__order{o}``. It sends on rows
-of a key each: the key, then as lists of the key's events one flat offset ``__cell{g}`` per
-distinct set of coordinates (null where they are bad), the values and the orders; then a
-``__kind`` and a ``__blob``:
+of a key each: the key, then the key's events, column by column: per distinct set of
+coordinates the flat offsets ``__cell{g}``, and each value column, as the little-endian
+bytes of one number per event (`pack_numbers`: Spark moves a ``binary`` as one value, an
+``array`` element by element, bench/spark/RESULTS.md); a bad event's offset is -1, and where
+some events of a row have no value, ``__valid{v}`` holds a byte per event (1: a value).
+Slices, booleans and the orders travel as lists. Then a ``__kind`` and a ``__blob``:
 
 - EVENTS: events of the key, in the lists;
 - STATE: the combined states of a key (every aggregate) in the blob (`pack_parts`);
@@ -22,6 +25,8 @@ import struct
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import numpy as np
+import pyarrow as pa
 from pyspark.sql import types as T
 
 from ..core.element_types import DATA, DTYPE, ERROR, SHAPE, VALUES, spark_type
@@ -59,6 +64,11 @@ def value_name(v: int) -> str:
     return f"__value{v}"
 
 
+def valid_name(v: int) -> str:
+    """Which events of packed value column v have a value (null: all of them)."""
+    return f"__valid{v}"
+
+
 def order_name(o: int) -> str:
     """The o-th distinct order_by column."""
     return f"__order{o}"
@@ -80,6 +90,11 @@ class ValueColumn(NamedTuple):
     def spark_type(self) -> T.DataType:
         """Its type as the folds read it (a slice of any layout as an array)."""
         return T.ArrayType(spark_type(self.element)) if self.sliced else spark_type(self.element)
+
+    @property
+    def as_bytes(self) -> bool:
+        """Packed as bytes (`pack_numbers`): a number per event, not a slice or a boolean."""
+        return not self.sliced and self.element != "boolean"
 
 
 @dataclass(frozen=True)
@@ -144,16 +159,60 @@ def _value_group(spec: AggSpec) -> ValueColumn:
 def packed_schema(events: T.StructType, plan: AggPlan) -> T.StructType:
     """The combiner's rows for events of `event_columns`' schema (the map side's output)."""
     fields = {f.name: f for f in events.fields}
-    lists: dict[str, T.DataType] = {
-        cell_name(g): T.IntegerType() for g in range(len(plan.cell_groups))
+    packed: dict[str, T.DataType] = {
+        cell_name(g): T.BinaryType() for g in range(len(plan.cell_groups))
     }
-    lists.update({value_name(v): value.spark_type() for v, value in enumerate(plan.values)})
-    lists.update({order_name(o): fields[order_name(o)].dataType for o in range(len(plan.orders))})
+    for v, value in enumerate(plan.values):
+        if value.as_bytes:
+            packed[value_name(v)] = packed[valid_name(v)] = T.BinaryType()
+        else:
+            packed[value_name(v)] = T.ArrayType(value.spark_type())
+    for o in range(len(plan.orders)):
+        packed[order_name(o)] = T.ArrayType(fields[order_name(o)].dataType)
     return T.StructType(
         [fields[k] for k in plan.keys]
-        + [T.StructField(c, T.ArrayType(kind)) for c, kind in lists.items()]
+        + [T.StructField(c, kind) for c, kind in packed.items()]
         + [T.StructField(KIND, T.ByteType(), False), T.StructField(BLOB, T.BinaryType(), True)]
     )
+
+
+def pack_numbers(numbers: np.ndarray, starts: np.ndarray) -> pa.BinaryArray:
+    """A row per run of `numbers` (run r from ``starts[r]`` to the next start): its bytes."""
+    ends = np.append(starts, len(numbers)).astype(np.int64) * numbers.dtype.itemsize
+    offsets = pa.py_buffer(ends.astype(np.int32))
+    data = pa.py_buffer(np.ascontiguousarray(numbers))
+    return pa.Array.from_buffers(pa.binary(), len(starts), [None, offsets, data])
+
+
+def _byte_offsets(column: pa.Array) -> np.ndarray:
+    return np.frombuffer(column.buffers()[1], np.int32, len(column) + 1, column.offset * 4)
+
+
+def unpack_numbers(column: pa.Array, dtype: np.dtype) -> np.ndarray:
+    """The numbers of the rows of `pack_numbers`, one row after another (no row null)."""
+    offsets = _byte_offsets(column)
+    count = (int(offsets[-1]) - int(offsets[0])) // dtype.itemsize
+    return np.frombuffer(column.buffers()[2], dtype, count, int(offsets[0]))
+
+
+def events_per_row(cells: pa.Array) -> np.ndarray:
+    """How many events each packed row holds, from one of its ``__cell`` columns."""
+    return np.diff(_byte_offsets(cells)).astype(np.int64) // 4
+
+
+def unpack_valid(column: pa.Array, lengths: np.ndarray) -> np.ndarray | None:
+    """Which events of the rows have a value (`lengths`: events per row), or None for all:
+    a null row's events all have one."""
+    if column.null_count == len(column):
+        return None
+    rows = np.flatnonzero(np.asarray(column.is_valid()))
+    counts = lengths[rows]
+    within = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    events = np.repeat((np.cumsum(lengths) - lengths)[rows], counts) + within
+    at = np.repeat(_byte_offsets(column)[:-1][rows], counts) + within
+    valid = np.ones(int(lengths.sum()), bool)
+    valid[events] = np.frombuffer(column.buffers()[2], np.uint8)[at] != 0
+    return valid
 
 
 def pack_parts(parts: list[bytes]) -> bytes:
