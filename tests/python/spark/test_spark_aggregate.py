@@ -1008,3 +1008,46 @@ def test_a_batch_too_large_for_memory_says_how_large_and_points_at_aggregate():
     assert "skf.aggregate(df, by, name=skf.scatter_nd_agg(...))" in message
     one = group._too_large(spec, [lists.slice(1)], "MemoryError: x", batched=True)
     assert one.startswith("scatter_nd_agg: the group of 2 events ("), one
+
+
+def test_packed_rows_carry_bad_events_and_null_values_through_their_bytes():
+    """The shuffle's rows hold a key's offsets and values as bytes (`wire.pack_numbers`):
+    a bad event (null offset) and a null value come back as they went, whether the rows
+    beside them have any (a validity column per row) or not (a null one)."""
+    spec = check_agg(["h", "c"], "x", [4, 3], dtype="double")
+    plan = AggPlan(("g",), (spec,))
+    rng = np.random.default_rng(5)
+
+    def flush(n: int, with_nulls: bool) -> tuple[pa.RecordBatch, np.ndarray]:
+        keys = np.sort(rng.integers(0, 40, n))
+        cells = pa.array(
+            rng.integers(0, 12, n).astype(np.int32), mask=rng.random(n) < 0.2 * with_nulls
+        )
+        values = pa.array(rng.standard_normal(n), mask=rng.random(n) < 0.3 * with_nulls)
+        ordered = pa.RecordBatch.from_arrays(
+            [pa.array(keys), cells, values], names=["__key0", "__cell0", "__value0"]
+        )
+        return ordered, np.flatnonzero(np.diff(keys, prepend=-1))
+
+    flushes = [flush(500, True), flush(300, False), flush(400, True)]
+    packed = (
+        pa.Table.from_batches(
+            [agg_tasks._packed_rows(plan, ordered, starts) for ordered, starts in flushes]
+        )
+        .combine_chunks()
+        .to_batches()[0]
+    )
+    assert packed.schema.field("__cell0").type == pa.binary()
+    assert packed.column("__valid0").null_count == len(flushes[1][1])  # the flush without nulls
+    for first, count in ((0, packed.num_rows), (7, 50)):  # a slice, as a reduce batch may be
+        rows = packed.slice(first, count)
+        events, lengths = agg_tasks._unpacked_events(plan, rows)
+        whole = pa.Table.from_batches([o for o, _ in flushes]).combine_chunks().to_batches()[0]
+        starts = np.concatenate(
+            [s + sum(o.num_rows for o, _ in flushes[:i]) for i, (_, s) in enumerate(flushes)]
+        )
+        ends = np.append(starts[1:], whole.num_rows)
+        e0, e1 = starts[first], ends[first + count - 1]
+        assert lengths.tolist() == (ends - starts)[first : first + count].tolist()
+        assert events.column("__cell0").equals(whole.column("__cell0").slice(e0, e1 - e0))
+        assert events.column("__value0").equals(whole.column("__value0").slice(e0, e1 - e0))
