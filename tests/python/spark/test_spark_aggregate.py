@@ -569,11 +569,16 @@ def test_the_job_aggregates_then_runs_the_steps_on_both_engines(spark, event_fil
     table, source = event_files
     spec = JobSpec.from_dict(JOB)
     bad_users = {int(table.column("user")[r].as_py()) for r in (5, 6)}
-    outputs = {}
+    outputs, counts = {}, {}
     for engine in ("arrow", "spark"):
         summary = run_job(
             spark, spec, str(source), str(tmp_path / engine), engine=engine, on_error="keep"
         )
+        # The arrow engine's tasks count what they write; the spark engine's output is read.
+        counts[engine] = (
+            summary.rows_out, summary.errors, summary.error_rows, summary.aggregated,
+            summary.tensor_bytes_out,
+        )  # fmt: skip
         assert summary.engine == engine and summary.rows_in == 2000 and summary.rows_out == 30
         assert summary.aggregated["spend"]["error_groups"] == len(bad_users)
         assert summary.aggregated["latest"]["dropped"] == 2
@@ -583,6 +588,8 @@ def test_the_job_aggregates_then_runs_the_steps_on_both_engines(spark, event_fil
         assert "latest: 1,998 folded, 2 dropped, 0 group(s) kept in error" in lines
         outputs[engine] = pq.read_table(tmp_path / engine).sort_by("user")
     assert outputs["arrow"].equals(outputs["spark"])
+    assert counts["arrow"] == counts["spark"]
+    assert counts["arrow"][1] == {"spend_masked": len(bad_users)}  # the step's kept errors
     rows = outputs["arrow"].to_pylist()
     for row in rows:
         if row["user"] in bad_users:

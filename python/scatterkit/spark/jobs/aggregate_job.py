@@ -45,6 +45,7 @@ from ..runtime.reading import BatchLimits, Piece, read_as_spark
 from ..runtime.stats import TaskStats, observed_fold_us, timed_work
 from ..runtime.steps import BatchPlan, run_batches
 from ..runtime.storage import Location
+from ..runtime.written import Counted, counting
 from ..specs.agg_spec import AggregateStep
 from .engine_arrow import ArrowPaths, Work, run_and_commit, spark_schema
 
@@ -116,10 +117,13 @@ def _write_groups(
             named = pa.RecordBatch.from_arrays(batch.columns, names=list(writer.names))
             yield named.select(list(writer.columns))
 
+    aggregates = writer.names[len(writer.plan.keys) :]
     written, rows = write_task_file(
         task_file(writer.attempts, partition),
         writer.target.filesystem(),
-        run_batches(writer.steps, groups(), stats),
+        counting(
+            Counted.of(writer.steps, aggregates), run_batches(writer.steps, groups(), stats), stats
+        ),
     )
     yield result_row(partition, written, rows, stats)
 

@@ -28,6 +28,13 @@ from ..core.options import ENGINES, ON_ERROR
 from ..runtime.stats import TaskStats, observed_fold_us
 from ..runtime.steps import BatchPlan
 from ..runtime.storage import locate, tree_bytes
+from ..runtime.written import (
+    AGGREGATE_COUNTS,
+    ERROR_ROWS,
+    ROWS,
+    aggregate_count,
+    step_errors,
+)
 from ..specs.job_spec import JobSpec
 from .aggregate_job import run_aggregate_job
 from .cluster import on_cluster
@@ -230,8 +237,11 @@ def run_job(
     if found.failure is not None:
         raise JobFailed(found.failure, message_cause(found.failure))
     seconds = time.perf_counter() - started
-    written = spark.read.schema(written_schema).parquet(output_path)  # no job to infer it
-    counted = _output_counts(written, spec, on_error)
+    if used == "arrow":  # the tasks counted what they wrote
+        counted = _counts_written(found.written, spec, on_error)
+    else:
+        written = spark.read.schema(written_schema).parquet(output_path)  # no job to infer it
+        counted = _output_counts(written, spec, on_error)
     tensor_bytes_out = found.counts["bytes_out"]
     for folded in counted.aggregated.values():
         tensor_bytes_out += folded.pop("bytes")
@@ -273,6 +283,20 @@ class _OutputCounts:
     errors: dict[str, int]  # per step: rows kept in error (on_error keep)
     error_rows: int  # rows with any step in error
     aggregated: dict[str, dict[str, int]]  # per aggregate (`_aggregate_sums`)
+
+
+def _counts_written(written: dict[str, int], spec: JobSpec, on_error: str) -> _OutputCounts:
+    """`_output_counts` from the counts the Arrow engine's tasks took of what they wrote
+    (`runtime.written`)."""
+    errors: dict[str, int] = {}
+    if on_error == "keep" and spec.steps:
+        errors = {s.output: written.get(step_errors(s.output), 0) for s in spec.steps}
+    aggregates = spec.aggregate.aggregates if spec.aggregate is not None else {}
+    aggregated = {
+        name: {c: written.get(aggregate_count(c, name), 0) for c in AGGREGATE_COUNTS}
+        for name in aggregates
+    }
+    return _OutputCounts(written.get(ROWS, 0), errors, written.get(ERROR_ROWS, 0), aggregated)
 
 
 def _output_counts(written: DataFrame, spec: JobSpec, on_error: str) -> _OutputCounts:

@@ -10,6 +10,7 @@ commits the files of the successful attempts.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,9 +22,10 @@ from ..core.errors import InputFileError, InputTypeError
 from .faults import pause_point
 from .reading import BatchLimits, Piece, read_as_spark
 from .stats import ARROW_FIELDS as STATS_FIELDS
-from .stats import TaskStats
+from .stats import WRITTEN, TaskStats
 from .steps import BatchPlan, run_batches
 from .storage import Location
+from .written import Counted, counting
 
 # One row per piece: where its file went and how many rows it holds, and the stats.
 RESULT_SCHEMA = pa.schema(
@@ -32,6 +34,7 @@ RESULT_SCHEMA = pa.schema(
         pa.field("path", pa.string()),
         pa.field("rows", pa.int64()),
         *STATS_FIELDS,
+        pa.field(WRITTEN, pa.string()),
     ]
 )
 
@@ -83,7 +86,7 @@ def run_piece(task: PieceTask, number: int) -> tuple[str, int, TaskStats]:
         written, rows = write_task_file(
             task_file(task.attempts, number),
             task.target.filesystem(),
-            run_batches(task.plan, batches, stats),
+            counting(Counted.of(task.plan), run_batches(task.plan, batches, stats), stats),
         )
     except (InputFileError, InputTypeError) as exc:
         stats.failure = str(exc)
@@ -131,7 +134,9 @@ def _write_row_group(writer: pq.ParquetWriter, batches: list[pa.RecordBatch]) ->
 def result_row(piece: int, path: str, rows: int, stats: TaskStats) -> pa.RecordBatch:
     """A task's result: its piece, its file ("" for none), the rows in it and its stats."""
     arrays: Sequence[Any] = [pa.array([piece]), pa.array([path]), pa.array([rows])]
-    return pa.RecordBatch.from_arrays([*arrays, *stats.columns(1)], schema=RESULT_SCHEMA)
+    written = pa.array([json.dumps(stats.written)])
+    columns = [*arrays, *stats.columns(1), written]
+    return pa.RecordBatch.from_arrays(columns, schema=RESULT_SCHEMA)
 
 
 def run_pieces(task: PieceTask, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

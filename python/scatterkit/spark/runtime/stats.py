@@ -12,6 +12,7 @@ output (the job summary counts rows from the output itself).
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ ARROW_FIELDS: tuple[pa.Field, ...] = (
     pa.field(FAILURE, pa.string()),
 )
 NAMES: tuple[str, ...] = tuple(f.name for f in ARROW_FIELDS)
+WRITTEN = "written"  # an Arrow engine task row's written counts, as JSON
 
 
 @dataclass
@@ -43,14 +45,21 @@ class TaskStats:
     modules: set[str] = field(default_factory=set)
     threads: set[int] = field(default_factory=set)
     failure: str | None = None
+    # What an Arrow engine task wrote (`written.count_batch`), sent in its result row.
+    written: dict[str, int] = field(default_factory=dict)
 
     def add(self, other: TaskStats) -> None:
         for name, value in other.counts.items():
             self.counts[name] += value
+        self.add_written(other.written)
         self.modules |= other.modules
         self.threads |= other.threads
         if self.failure is None or (other.failure is not None and other.failure < self.failure):
             self.failure = other.failure  # the smallest message: the same whatever the order
+
+    def add_written(self, counts: Mapping[str, int]) -> None:
+        for key, value in counts.items():
+            self.written[key] = self.written.get(key, 0) + value
 
     def minus(self, earlier: TaskStats) -> TaskStats:
         """The counts added since `earlier` (a copy of these stats, taken before)."""
@@ -72,6 +81,7 @@ class TaskStats:
         stats.modules = _as_set(row.get(MODULE))
         stats.threads = _as_set(row.get(THREADS))
         stats.failure = row.get(FAILURE)
+        stats.written = json.loads(row.get(WRITTEN) or "{}")
         return stats
 
 
