@@ -7,7 +7,8 @@ rows it collects (Arrow engine). A task's failure under ``on_error="fail"`` trav
 same way, as the text of ``FAILURE``.
 
 Counts of a retried task are included twice: they describe the work done, not the
-output (the job summary counts rows from the output itself).
+output. The job summary's output counts come from the output itself: read back on the Spark
+engine, counted by the tasks that wrote it on the Arrow engine (``written``, `written`).
 """
 
 from __future__ import annotations
