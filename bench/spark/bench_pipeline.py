@@ -173,7 +173,7 @@ def _job(spark: SparkSession, path: Path, out: Path, engine: str, layout: str = 
     spec = JobSpec.from_dict(SPEC)
     if layout != "arrays":
         spec = spec.with_layout(layout)
-    found, _ = run_engine(spark, source, spec, str(path), str(out), "fail", True, engine)
+    found, *_ = run_engine(spark, source, spec, str(path), str(out), "fail", True, engine)
     return found.counts["python_us"] / 1e6
 
 

@@ -1058,3 +1058,23 @@ def test_packed_rows_carry_bad_events_and_null_values_through_their_bytes():
         assert lengths.tolist() == (ends - starts)[first : first + count].tolist()
         assert events.column("__cell0").equals(whole.column("__cell0").slice(e0, e1 - e0))
         assert events.column("__value0").equals(whole.column("__value0").slice(e0, e1 - e0))
+
+
+@pytest.mark.parametrize("layout", ["arrays", "binary"])
+def test_the_jobs_aggregated_schema_is_the_planned_aggregations(spark, event_files, layout):  # noqa: F811
+    """The job plans its steps on `aggregated_schema` without planning the aggregation:
+    it must be the schema the aggregation's DataFrame has."""
+    from scatterkit.spark.aggregation.api import aggregate_step, aggregated_schema
+
+    _, source = event_files
+    events = spark.read.parquet(str(source)).withColumn("tag", F.lit("a"))
+    step = JobSpec.from_dict(JOB).with_layout(layout).aggregate
+    assert aggregated_schema(events, step) == aggregate_step(events, step).schema
+    by_two = JobSpec.from_dict({**JOB, "aggregate": {**JOB["aggregate"], "by": ["user", "tag"]}})
+    assert (
+        aggregated_schema(events, by_two.aggregate)
+        == aggregate_step(events, by_two.aggregate).schema
+    )
+    missing = JobSpec.from_dict({**JOB, "aggregate": {**JOB["aggregate"], "by": ["nobody"]}})
+    with pytest.raises(SpecError, match="no column 'nobody' to group by"):
+        aggregated_schema(events, missing.aggregate)

@@ -279,6 +279,19 @@ def aggregate_step(
     return plan_aggregate(df, step.by, step_specs(df.schema, step), fold_times)
 
 
+def aggregated_schema(df: DataFrame, step: AggregateStep) -> T.StructType:
+    """The schema of `aggregate_step`'s output, known without planning it: the `by`
+    columns as they are, then each aggregate's `result_type`."""
+    specs = step_specs(df.schema, step)
+    agg_plan(df, step.by, specs)  # the same checks, the same errors
+    fields = {f.name: f for f in df.schema.fields}
+    by = [T.StructField(c, fields[c].dataType, fields[c].nullable) for c in step.by]
+    results = [
+        T.StructField(name, result_type(s.dtype or "", s.layout), True) for name, s in specs.items()
+    ]
+    return T.StructType(by + results)
+
+
 def aggregated_elements(schema: T.StructType, step: AggregateStep) -> dict[str, str]:
     """The element type of each aggregate a job's aggregation writes (`step_specs`)."""
     return {name: s.dtype or "" for name, s in step_specs(schema, step).items()}

@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from ..aggregation.api import aggregate_step, aggregated_elements
+from ..aggregation.api import aggregate_step, aggregated_elements, aggregated_schema
 from ..core.connect import is_connect
 from ..core.element_types import DTYPE, SHAPE, VALUES, layout_of, numpy_dtype
 from ..core.errors import EngineUnavailable, JobFailed, message_cause
@@ -48,30 +48,36 @@ from .summary import JobSummary
 __all__ = ["ENGINES", "ON_ERROR", "JobFailed", "run_job", "transform"]
 
 
+def _check_on_error(on_error: str) -> None:
+    if on_error not in ON_ERROR:
+        raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
+
+
+def _binary_inputs(df: DataFrame, spec: JobSpec) -> dict[str, str]:
+    """The element types of the binary tensor columns the steps read, off their first rows."""
+    read = {c for s in spec.steps for i in s.inputs.values() for c in i.columns()}
+    fields = {f.name: f.dataType for f in df.schema.fields}
+    binary = [c for c in sorted(read) if c in fields and is_binary_tensor(fields[c])]
+    return binary_elements(df, binary)
+
+
 def _plan(
-    df: DataFrame,
+    schema: T.StructType,
     spec: JobSpec,
     on_error: str,
     locate_rows: bool,
-    binary: dict[str, str] | None = None,
+    binary: dict[str, str],
 ) -> tuple[BatchPlan, T.StructType, list[str]]:
-    """Both engines' plan: the executors' plan, the output schema and the input
-    columns to read (only those the steps read or the output keeps). Rows are
-    located by file only where a failure names them (``on_error="fail"``). `binary`:
-    the element types of binary tensor columns, where known; the others are read off
-    their first row."""
-    if on_error not in ON_ERROR:
-        raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
+    """Both engines' plan of the steps over input of `schema`: the executors' plan, the
+    output schema and the input columns to read (only those the steps read or the output
+    keeps). Rows are located by file only where a failure names them
+    (``on_error="fail"``). `binary`: the element types of the binary tensor columns."""
+    _check_on_error(on_error)
     keep = on_error == "keep"
-    known = dict(binary or {})
-    read = {c for s in spec.steps for i in s.inputs.values() for c in i.columns()}
-    fields = {f.name: f.dataType for f in df.schema.fields}
-    unknown = [c for c in sorted(read) if c in fields and c not in known]
-    known.update(binary_elements(df, [c for c in unknown if is_binary_tensor(fields[c])]))
-    plan, schema = plan_job(
-        df.schema, spec, keep_errors=keep, locate_rows=locate_rows and not keep, binary=known
+    plan, out = plan_job(
+        schema, spec, keep_errors=keep, locate_rows=locate_rows and not keep, binary=binary
     )
-    return plan, schema, [c for c in df.columns if c in plan.input_columns]
+    return plan, out, [c for c in schema.names if c in plan.input_columns]
 
 
 def transform(
@@ -84,7 +90,8 @@ def transform(
     the task with a `RowError` naming it, by ``spec.row_id``, or with `locate_rows` (a
     Parquet or other file source) by its file and row index.
     """
-    plan, schema, columns = _plan(df, spec, on_error, locate_rows)
+    _check_on_error(on_error)
+    plan, schema, columns = _plan(df.schema, spec, on_error, locate_rows, _binary_inputs(df, spec))
     return steps_frame(df, plan, schema, columns)
 
 
@@ -125,14 +132,14 @@ def _path_bytes(spark: SparkSession, path: str) -> int | None:
 
 def _run_arrow(
     spark: SparkSession,
-    source: DataFrame,
+    source: T.StructType,
     plan: BatchPlan,
     schema: T.StructType,
     columns: list[str],
     paths: ArrowPaths,
     overwrite: bool,
 ) -> TaskStats:
-    tensors = T.StructType([f for f in source.schema.fields if f.name in plan.tensor_columns])
+    tensors = T.StructType([f for f in source.fields if f.name in plan.tensor_columns])
     return run_arrow_job(
         spark,
         plan,
@@ -156,16 +163,18 @@ def _run(
 ) -> tuple[TaskStats, str, T.StructType]:
     """Runs the job on the chosen engine; returns its stats, the engine that ran it and the
     output's schema."""
-    source, binary = events, None
-    if spec.aggregate is not None:
-        source = aggregate_step(events, spec.aggregate)
+    _check_on_error(on_error)
+    if spec.aggregate is None:
+        steps_input, binary = events.schema, _binary_inputs(events, spec)
+    else:  # the steps run on the aggregation's output: its schema, without planning it
+        steps_input = aggregated_schema(events, spec.aggregate)
         binary = aggregated_elements(events.schema, spec.aggregate)
-    plan, schema, columns = _plan(source, spec, on_error, spec.aggregate is None, binary)
+    plan, schema, columns = _plan(steps_input, spec, on_error, spec.aggregate is None, binary)
     paths = choose_engine(engine, input_path, output_path)
     if paths is not None:
         try:
             if spec.aggregate is None:
-                found = _run_arrow(spark, source, plan, schema, columns, paths, overwrite)
+                found = _run_arrow(spark, steps_input, plan, schema, columns, paths, overwrite)
             else:
                 found = run_aggregate_job(
                     spark,
@@ -181,7 +190,8 @@ def _run(
         except EngineUnavailable as exc:  # found on the cluster: partition directories, ...
             _fall_back_unless_asked(engine, exc)
     fold_times: list[Observation] = []
-    if spec.aggregate is not None:  # the same plan, its folds timed
+    source = events
+    if spec.aggregate is not None:  # its folds timed
         source = aggregate_step(events, spec.aggregate, fold_times)
     found = run_spark_job(
         spark, source, plan, schema, columns, input_path, output_path, overwrite=overwrite
