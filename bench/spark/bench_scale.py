@@ -341,6 +341,7 @@ class Bound:
             * min(self.flush_events, self.task_events)
             + TERM_BYTES * exact * self.hot_events
             + tasks.STATE_BUDGET
+            + min(tasks.PACKED_BYTES, PACKED_EVENT_BYTES * self.task_events)  # runs gathered
         ) / MB
 
     @property

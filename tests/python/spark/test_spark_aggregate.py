@@ -1039,7 +1039,12 @@ def test_packed_rows_carry_bad_events_and_null_values_through_their_bytes():
     flushes = [flush(500, True), flush(300, False), flush(400, True)]
     packed = (
         pa.Table.from_batches(
-            [agg_tasks._packed_rows(plan, ordered, starts) for ordered, starts in flushes]
+            [
+                agg_tasks._packed_rows(
+                    plan, ordered.select(["__key0"]).take(starts), ordered, starts
+                )
+                for ordered, starts in flushes
+            ]
         )
         .combine_chunks()
         .to_batches()[0]
@@ -1078,3 +1083,41 @@ def test_the_jobs_aggregated_schema_is_the_planned_aggregations(spark, event_fil
     missing = JobSpec.from_dict({**JOB, "aggregate": {**JOB["aggregate"], "by": ["nobody"]}})
     with pytest.raises(SpecError, match="no column 'nobody' to group by"):
         aggregated_schema(events, missing.aggregate)
+
+
+def test_a_tasks_flushes_go_on_as_one_row_per_key():
+    """`combine_events` sends a key's events of several flushes on as one row (up to
+    PACKED_BYTES of them): the shuffle's rows are a row per key, every event in one."""
+    spec = check_agg(["h", "c"], "x", [4, 3], dtype="double")
+    plan = AggPlan(("g",), (spec,), flush_events=1000)
+    rng = np.random.default_rng(9)
+    n = 5000
+    keys = rng.integers(0, 300, n)
+    cells = rng.integers(0, 4, n).astype(np.int32), rng.integers(0, 3, n).astype(np.int32)
+    values = np.where(rng.random(n) < 0.1, np.nan, rng.standard_normal(n))
+    events = pa.RecordBatch.from_arrays(
+        [
+            pa.array(keys),
+            pa.array(cells[0]),
+            pa.array(cells[1]),
+            pa.array(values, from_pandas=True),
+        ],
+        names=["__key0", "__coord0", "__coord1", "__value0"],
+    )
+    out = pa.Table.from_batches(
+        list(
+            combine_events(
+                plan, iter(pa.Table.from_batches([events]).to_batches(max_chunksize=700))
+            )
+        )
+    )
+    assert set(out.column("__kind").to_pylist()) == {0}  # no key is frequent in a flush
+    packed = out.combine_chunks().to_batches()[0]
+    assert sorted(packed.column("__key0").to_pylist()) == sorted(set(keys.tolist()))
+    unpacked, lengths = agg_tasks._unpacked_events(plan, packed)
+    sent = sorted(zip(np.repeat(packed.column("__key0").to_numpy(), lengths).tolist(),
+                      unpacked.column("__cell0").to_pylist(),
+                      unpacked.column("__value0").to_pylist()), key=repr)  # fmt: skip
+    cell = (cells[0] * 3 + cells[1]).tolist()
+    given = [None if v != v else v for v in values.tolist()]
+    assert sent == sorted(zip(keys.tolist(), cell, given), key=repr)

@@ -122,29 +122,33 @@ def _events(plan: AggPlan, i: int, rows: pa.RecordBatch, problems: dict[int, str
 FLUSH_EVENTS = 1 << 21  # events a task gathers before it sorts and packs them (FLUSH_CONF)
 FLUSH_CONF = "spark.scatterkit.aggregate.flushEvents"
 FLUSH_BYTES = 64 << 20  # or bytes of events (slices make events large)
+PACKED_BYTES = 128 << 20  # bytes of packed events a task gathers before it sends them on
 
 
 def combine_events(plan: AggPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Checks events and packs them by key: the task gathers up to FLUSH_EVENTS events,
-    sorts them by key and sends each key's events on as one row of lists, so the shuffle
-    and its sort handle a row per key and flush, not one per event. A key with more events
-    in a flush than one state of it weighs folds them into a task-wide state instead, sent
-    at the end (or at STATE_BUDGET): shuffled bytes then grow with keys, not events. A bad
-    event fails the task (on_error fail) or travels as a PROBLEM row."""
+    """Checks events and packs them by key: the task gathers up to FLUSH_EVENTS events and
+    sorts them by key; a key's events of several flushes (up to PACKED_BYTES of them) go on
+    as one row, so the shuffle and its sort handle a row per key and PACKED_BYTES, not one
+    per event (Spark's cost per row is several times that of a row's bytes). A key with more
+    events in a flush than one state of it weighs folds them into a task-wide state
+    instead, sent at the end (or at STATE_BUDGET): shuffled bytes then grow with keys, not
+    events. A bad event fails the task (on_error fail) or travels as a PROBLEM row."""
     configure_threads()
     group_bytes = plan.state_bytes()
     hot: dict[tuple[Any, ...], list[AggState]] = {}
-    schema: pa.Schema | None = None
+    packing = _Packing(plan)
     for events in _flushes(batches, plan.flush_events or FLUSH_EVENTS):
-        for out in _pack_flush(plan, events, group_bytes, hot):
-            schema = out.schema
-            yield out
-        if schema is not None and len(hot) * group_bytes > STATE_BUDGET:
-            yield _state_rows(plan, schema, hot)
+        yield from _pack_flush(plan, events, group_bytes, hot, packing)
+        if packing.nbytes >= PACKED_BYTES:
+            yield packing.rows()
+        if packing.schema is not None and len(hot) * group_bytes > STATE_BUDGET:
+            yield _state_rows(plan, packing.schema, hot)
             hot = {}
-    pause_point("map")  # tests only: the events read, the task-wide states not sent yet
-    if hot and schema is not None:
-        yield _state_rows(plan, schema, hot)
+    if packing.nbytes:
+        yield packing.rows()
+    pause_point("map")  # tests only: the events read and sent, the task-wide states not yet
+    if hot and packing.schema is not None:
+        yield _state_rows(plan, packing.schema, hot)
 
 
 def _flushes(batches: Iterator[pa.RecordBatch], events: int) -> Iterator[pa.RecordBatch]:
@@ -167,14 +171,64 @@ def _concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
     return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
 
 
+class _Packing:
+    """Runs of a key's events (one per key and flush), gathered until they are sent on
+    together as one row per key (`rows`)."""
+
+    def __init__(self, plan: AggPlan):
+        self.plan = plan
+        self.keys: list[pa.RecordBatch] = []  # per flush: each run's key
+        self.events: list[pa.RecordBatch] = []  # per flush: the runs' events, without keys
+        self.lengths: list[np.ndarray] = []  # per flush: each run's events
+        self.nbytes = 0
+        self.schema: pa.Schema | None = None  # of the rows sent on
+
+    def add(self, ordered: pa.RecordBatch, starts: np.ndarray) -> None:
+        """A flush's events grouped by key, each key's run starting at `starts`."""
+        keys = list(self.plan.keys)
+        if self.schema is None:
+            no_rows = np.zeros(0, np.int64)
+            self.schema = _packed_rows(
+                self.plan, ordered.select(keys).slice(0, 0), ordered.slice(0, 0), no_rows
+            ).schema
+        if not len(starts):
+            return
+        events = ordered.select([n for n in ordered.schema.names if n not in keys])
+        self.keys.append(ordered.select(keys).take(pa.array(starts)))
+        self.events.append(events)
+        self.lengths.append(np.diff(np.append(starts, ordered.num_rows)))
+        self.nbytes += events.nbytes
+
+    def rows(self) -> pa.RecordBatch:
+        """The gathered runs as a row per key, and a fresh start."""
+        keys, events = _concat(self.keys), _concat(self.events)
+        lengths = np.concatenate(self.lengths)
+        if len(self.keys) > 1:  # a key may have a run in each flush: bring them together
+            order = np.asarray(_key_order(self.plan, keys), np.int64)
+            firsts = (np.cumsum(lengths) - lengths)[order]
+            keys, lengths = keys.take(pa.array(order)), lengths[order]
+            within = np.arange(int(lengths.sum())) - np.repeat(
+                np.cumsum(lengths) - lengths, lengths
+            )
+            events = events.take(pa.array(np.repeat(firsts, lengths) + within))
+        groups = _group_starts(keys, self.plan)
+        counts = np.add.reduceat(lengths, groups)
+        packed = _packed_rows(
+            self.plan, keys.take(pa.array(groups)), events, np.cumsum(counts) - counts
+        )
+        self.keys, self.events, self.lengths, self.nbytes = [], [], [], 0
+        return packed
+
+
 def _pack_flush(
     plan: AggPlan,
     batch: pa.RecordBatch,
     group_bytes: int,
     hot: dict[tuple[Any, ...], list[AggState]],
+    packing: _Packing,
 ) -> Iterator[pa.RecordBatch]:
     """One flush of events: checked, sorted by key, the keys frequent in it folded into
-    `hot`, the others packed a row per key; then the PROBLEM rows."""
+    `hot`, the others' runs added to `packing`; yields the PROBLEM rows."""
     checked = _check(plan, batch)
     _raise_if_failing(plan, checked.problems, _key_reader(batch, plan))
     compact = _compact(plan, batch, checked)
@@ -189,9 +243,9 @@ def _pack_flush(
         ordered = ordered.filter(pa.array(np.repeat(~frequent, counts)))
         counts = counts[~frequent]
         starts = np.cumsum(counts) - counts
-    packed = _packed_rows(plan, ordered, starts)
-    yield packed
-    yield from _problem_rows(plan, compact, packed.schema, checked.problems)
+    packing.add(ordered, starts)
+    assert packing.schema is not None
+    yield from _problem_rows(plan, compact, packing.schema, checked.problems)
 
 
 def _key_order(plan: AggPlan, batch: pa.RecordBatch) -> pa.Array | np.ndarray:
@@ -226,10 +280,13 @@ def _fold_into_hot(
         state.fold(_events(plan, i, rows, {}), slots)
 
 
-def _packed_rows(plan: AggPlan, ordered: pa.RecordBatch, starts: np.ndarray) -> pa.RecordBatch:
-    """A row per key: the key, and each event column as the key's events (`wire`)."""
+def _packed_rows(
+    plan: AggPlan, keys: pa.RecordBatch, ordered: pa.RecordBatch, starts: np.ndarray
+) -> pa.RecordBatch:
+    """A row per key (`keys`, one row each): the key, and each event column as the key's
+    events (`wire`), those of `ordered` from its ``starts`` on."""
     offsets = pa.array(np.append(starts, ordered.num_rows).astype(np.int32))
-    columns = {k: ordered.column(k).take(pa.array(starts)) for k in plan.keys}
+    columns = {k: keys.column(k) for k in plan.keys}
     for g in range(len(plan.cell_groups)):
         cells = ordered.column(cell_name(g)).fill_null(-1)  # -1: a bad event
         columns[cell_name(g)] = pack_numbers(np.asarray(cells), starts)
