@@ -201,21 +201,21 @@ class _Packing:
 
     def rows(self) -> pa.RecordBatch:
         """The gathered runs as a row per key, and a fresh start."""
-        keys, events = _concat(self.keys), _concat(self.events)
-        lengths = np.concatenate(self.lengths)
-        if len(self.keys) > 1:  # a key may have a run in each flush: bring them together
+        keys, lengths = _concat(self.keys), np.concatenate(self.lengths)
+        if len(self.keys) == 1:
+            events = self.events[0]
+        else:  # a key may have a run in each flush: bring them together, in one gather
             order = np.asarray(_key_order(self.plan, keys), np.int64)
             firsts = (np.cumsum(lengths) - lengths)[order]
             keys, lengths = keys.take(pa.array(order)), lengths[order]
-            within = np.arange(int(lengths.sum())) - np.repeat(
-                np.cumsum(lengths) - lengths, lengths
-            )
-            events = events.take(pa.array(np.repeat(firsts, lengths) + within))
+            shift = (firsts - (np.cumsum(lengths) - lengths)).astype(np.int32)
+            gather = np.arange(int(lengths.sum()), dtype=np.int32)
+            gather += np.repeat(shift, lengths)
+            events = _concat(self.events).take(pa.array(gather))
         groups = _group_starts(keys, self.plan)
         counts = np.add.reduceat(lengths, groups)
-        packed = _packed_rows(
-            self.plan, keys.take(pa.array(groups)), events, np.cumsum(counts) - counts
-        )
+        starts = np.cumsum(counts) - counts
+        packed = _packed_rows(self.plan, keys.take(pa.array(groups)), events, starts)
         self.keys, self.events, self.lengths, self.nbytes = [], [], [], 0
         return packed
 
