@@ -122,7 +122,7 @@ def _events(plan: AggPlan, i: int, rows: pa.RecordBatch, problems: dict[int, str
 FLUSH_EVENTS = 1 << 21  # events a task gathers before it sorts and packs them (FLUSH_CONF)
 FLUSH_CONF = "spark.scatterkit.aggregate.flushEvents"
 FLUSH_BYTES = 64 << 20  # or bytes of events (slices make events large)
-PACKED_BYTES = 128 << 20  # bytes of packed events a task gathers before it sends them on
+PACKED_BYTES = 64 << 20  # bytes of packed events a task gathers before it sends them on
 
 
 def combine_events(plan: AggPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -201,9 +201,10 @@ class _Packing:
 
     def rows(self) -> pa.RecordBatch:
         """The gathered runs as a row per key, and a fresh start."""
-        keys, lengths = _concat(self.keys), np.concatenate(self.lengths)
-        if len(self.keys) == 1:
-            events = self.events[0]
+        keys, lengths, gathered = _concat(self.keys), np.concatenate(self.lengths), self.events
+        self.keys, self.events, self.lengths, self.nbytes = [], [], [], 0  # freed as they go
+        if len(gathered) == 1:
+            events = gathered[0]
         else:  # a key may have a run in each flush: bring them together, in one gather
             order = np.asarray(_key_order(self.plan, keys), np.int64)
             firsts = (np.cumsum(lengths) - lengths)[order]
@@ -211,13 +212,13 @@ class _Packing:
             shift = (firsts - (np.cumsum(lengths) - lengths)).astype(np.int32)
             gather = np.arange(int(lengths.sum()), dtype=np.int32)
             gather += np.repeat(shift, lengths)
-            events = _concat(self.events).take(pa.array(gather))
+            events = _concat(gathered)
+            gathered = []
+            events = events.take(pa.array(gather))
         groups = _group_starts(keys, self.plan)
         counts = np.add.reduceat(lengths, groups)
         starts = np.cumsum(counts) - counts
-        packed = _packed_rows(self.plan, keys.take(pa.array(groups)), events, starts)
-        self.keys, self.events, self.lengths, self.nbytes = [], [], [], 0
-        return packed
+        return _packed_rows(self.plan, keys.take(pa.array(groups)), events, starts)
 
 
 def _pack_flush(
