@@ -12,10 +12,12 @@ implementation alike. Prints medians and writes RESULTS.md and results.png.
     python bench/compare.py --workloads W2,W3 --threads 2 --repeats 5
     python bench/compare.py --baseline DIR --peers none   # A/B: this build against DIR's
     python bench/compare.py --workloads H --out /tmp/h.md # the histogram sweep (issue 33)
+    python bench/compare.py --workloads W3,W6,HX --threads 2  # exact sums against peers (#48)
 
 Family H (histograms at every table size) runs only when named in --workloads: 10M float32
 updates into 1-D tables of 4K to 128M bins, sum and max, int64 and int32 indices, uniform and
 skewed indices; every implementation writes into a preallocated output (scatterkit `out=`).
+HX is the same sweep's sums with exact=True (issue 48), with H or on its own.
 
 Rows named "exact" run scatterkit with exact=True (the real sum rounded once), the peers with
 their usual sums, and scatterkit with exact=False beside them ("scatterkit inexact").
@@ -53,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--workloads",
         default="",
-        help="e.g. W1,W3 (default: W1-W6); H, the histogram sweep, only when named",
+        help="e.g. W1,W3 (default: W1-W6); H, the histogram sweep, and HX, its sums with "
+        "exact=True, only when named",
     )
     parser.add_argument(
         "--histogram-bins",
@@ -116,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     threads = [int(t) for t in args.threads.split(",") if t]
     groups = {g.strip().upper() for g in args.workloads.split(",") if g.strip()}
     workloads = [w for w in canonical_workloads() if not groups or w.group in groups]
-    if "H" in groups:
+    if groups & {"H", "HX"}:
         bins = HISTOGRAM_QUICK_BINS if args.quick else HISTOGRAM_BINS
         if args.histogram_bins:
             try:
@@ -125,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
                 parser.error(f"--histogram-bins: not integers: {args.histogram_bins!r}")
             if not bins or min(bins) < 1:
                 parser.error(f"--histogram-bins: sizes must be >= 1: {args.histogram_bins!r}")
-        workloads += histogram_workloads(bins)
+        workloads += histogram_workloads(bins, plain="H" in groups, exact="HX" in groups)
     if not workloads:
         parser.error(f"no workload matches {args.workloads!r}")
     found, missing = peers.available_peers(wanted_peers)

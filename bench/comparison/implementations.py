@@ -18,7 +18,7 @@ IMPLS = [
     "scatterkit inexact",  # rows of exact workloads only: the same call with exact=False
     "baseline",  # with --baseline only: the scatterkit call through the build under DIR
     "bare loop",  # family H only: the serial loop in C, no check (bare_loop.py)
-    "inputs read",  # family H only: one thread reading the indices and updates (bare_loop.py)
+    "inputs read",  # family H, exact rows: one thread reading the indices and updates once
     "sk uniform",  # family H skewed rows only: scatterkit out= on the uniform row's indices
     "OpenVINO",
     "PyTorch",

@@ -4,6 +4,7 @@ in interleaved rounds; the results as cells (one per implementation) in rows."""
 from __future__ import annotations
 
 import gc
+import resource
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -35,10 +36,23 @@ class Cell:
     samples: list[float] = field(default_factory=list)
     note: str = ""  # 'n/a' reason, or where the number comes from
     check: str = ""
+    # The process's CPU time (every thread's) over each sample's wall time: how many CPUs the
+    # call ran on, which a 2-thread call on a shared 2-CPU machine does not always get.
+    cpus: list[float] = field(default_factory=list)
 
     @property
     def median(self) -> float | None:
         return statistics.median(self.samples) if self.samples else None
+
+    @property
+    def median_cpus(self) -> float | None:
+        return statistics.median(self.cpus) if self.cpus else None
+
+
+def cpu_seconds() -> float:
+    """This process's CPU time so far, user and system, all threads."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 def failure_note(e: Exception) -> str:
@@ -100,11 +114,12 @@ def measure_block(
             for impl in order:
                 if r >= quota[impl]:
                     continue
-                t0 = time.perf_counter()
+                c0, t0 = cpu_seconds(), time.perf_counter()
                 out = runners[impl]()
-                t1 = time.perf_counter()
+                t1, c1 = time.perf_counter(), cpu_seconds()
                 del out
                 cells[impl].samples.append(t1 - t0)
+                cells[impl].cpus.append((c1 - c0) / max(t1 - t0, 1e-9))
     finally:
         gc.enable()
     runners.clear()
@@ -129,8 +144,10 @@ def run_workload(w, c, threads, peers, repeats, budget, sk_reference) -> dict[st
         own.remove("scatterkit")
     if baseline.BASELINE is not None:
         own.append("baseline")
-    if w.group == "H":
-        own += ["bare loop", "inputs read"] + (["sk uniform"] if w.skewed else [])
+    if w.group == "H":  # exact rows without the skew ratio's call: issue 33's, not 48's
+        own += ["bare loop", "inputs read"] + (["sk uniform"] if w.skewed and not w.exact else [])
+    elif w.exact:  # issue 48's read floor
+        own.append("inputs read")
     serial = c.data.nbytes + c.updates.nbytes > SERIAL_PEER_BYTES
     if serial:  # one peer at a time, each interleaved with the floor and scatterkit
         for peer in peers or [None]:

@@ -102,16 +102,16 @@ def setup_sk_uniform(w: Workload, c: Case, threads: int):
 
 
 def setup_inputs_read(w: Workload, c: Case, threads: int):
-    """Family H: one thread reading the indices and updates once, nothing else, whatever
-    `threads` says: what memory allows a fold in C order. Returns the checksum, which no
-    check compares."""
-    if w.group != "H":
-        return NotAvailable("family H only")
+    """Family H and exact rows of float32 ScatterElements (issue 48's read floor): one thread
+    reading the indices and updates once, nothing else, whatever `threads` says: what memory
+    allows a fold in C order. Returns the checksum, which no check compares."""
+    if w.group != "H" and not (w.exact and w.op == "elements" and w.dtype == "float32"):
+        return NotAvailable("family H and float32 ScatterElements exact rows only")
     lib = bare_loop.load()
     if isinstance(lib, str):
         return NotAvailable(lib)
-    idx = c.index_array
-    return lambda: np.uint64(bare_loop.read(idx, c.updates))
+    idx, upd = c.index_array.reshape(-1), c.updates.reshape(-1)  # contiguous: views
+    return lambda: np.uint64(bare_loop.read(idx, upd))
 
 
 def setup_scatterkit_out(w: Workload, c: Case, threads: int):
@@ -123,10 +123,12 @@ def setup_scatterkit_out(w: Workload, c: Case, threads: int):
 
 
 def setup_scatterkit_inexact(w: Workload, c: Case, threads: int):
-    """An exact workload's call with exact=False: what exact=True costs, in the same rounds."""
+    """An exact workload's call with exact=False: what exact=True costs, in the same rounds
+    (into a preallocated output where the row's scatterkit call writes into one)."""
     if not w.exact:
         return NotAvailable("rows of exact workloads only")
-    return lambda: sk_call(w, c, c.data, None, exact=False)
+    dst = np.zeros_like(c.data) if w.preallocated else None
+    return lambda: sk_call(w, c, c.data, dst, exact=False)
 
 
 SETUP: dict[str, Callable] = {

@@ -106,30 +106,64 @@ def detail_table(rows: list[Row]) -> str:
     return markdown_table(headers, out)
 
 
+# Issue 48 item 2: at 2 threads the exact sum at most 0.8x the fastest peer's inexact sum, or,
+# where that peer already runs at the read floor, within 1.1x of that floor.
+EXACT_PEER_TARGET = 0.8
+EXACT_READ_TARGET = 1.1
+
+
+def exact_target(best: float | None, read: float | None) -> tuple[float | None, str]:
+    """Issue 48 item 2's bound on an exact row's time, and what it is: 0.8x the fastest peer,
+    or 1.1x the read floor where that is the larger (the peer within 1.375x of the floor,
+    where 0.8x of it would ask less than one read of the inputs)."""
+    if best is None:
+        return None, "n/a"
+    peer = EXACT_PEER_TARGET * best
+    if read is not None and EXACT_READ_TARGET * read > peer:
+        return EXACT_READ_TARGET * read, f"{EXACT_READ_TARGET:g}x read"
+    return peer, f"{EXACT_PEER_TARGET:g}x peer"
+
+
 def exact_table(rows: list[Row]) -> str:
     """Rows of exact workloads: what exact=True costs next to exact=False and to the peers.
 
     `exact/inexact` compares with scatterkit's own exact=False call, timed in the same rounds;
-    `exact/best peer` with the fastest peer's usual (inexact) sum at the same thread count.
+    `exact/best peer` with the fastest peer's usual (inexact) sum at the same thread count;
+    `read ms` is one thread reading the indices and updates once (the read floor), `target`
+    issue 48 item 2's bound (exact_target; the issue sets it at 2 threads); `exact cpus` the
+    median of the exact call's CPU time over its wall time (below 2 at 2 threads: the second
+    CPU was busy, or the call's serial parts).
     """
-    headers = ["workload", "thr", "sk exact ms", "sk inexact ms", "exact/inexact"]
-    headers += ["best peer ms", "exact/best peer", "best peer"]
+    headers = ["workload", "thr", "sk exact ms", "exact cpus", "sk inexact ms", "exact/inexact"]
+    headers += ["best peer ms", "best peer", "exact/best peer", "read ms", "peer/read"]
+    headers += ["target", "target ms", "met"]
     out = []
     for row in rows:
         if not row.workload.exact:
             continue
-        exact, inexact = row.median("scatterkit"), row.median("scatterkit inexact")
+        exact, inexact = row.median(row.sk_impl), row.median("scatterkit inexact")
         best_name, best = row.best_peer()
+        read = row.median("inputs read")
+        target, kind = exact_target(best, read)
+        met = "n/a" if exact is None or target is None else ("yes" if exact <= target else "no")
+        cell = row.cells.get(row.sk_impl)
+        cpus = cell.median_cpus if cell else None
         out.append(
             [
                 row.workload.name,
                 str(row.threads),
                 fmt_ms(exact),
+                "n/a" if cpus is None else f"{cpus:.2f}",
                 fmt_ms(inexact),
                 fmt_ratio(ratio(exact, inexact)),
                 fmt_ms(best),
-                fmt_ratio(ratio(exact, best)),
                 best_name or "n/a",
+                fmt_ratio(ratio(exact, best)),
+                fmt_ms(read),
+                fmt_ratio(ratio(best, read)),
+                kind,
+                fmt_ms(target),
+                met,
             ]
         )
     return markdown_table(headers, out) if out else ""
@@ -144,7 +178,7 @@ def histogram_table(rows: list[Row], llc: int | None = None) -> str:
     serial loop in C (bare_loop.py) in the same rounds: a `target ms` below it asks a fold in
     C order to beat that loop; `read ms` is one thread reading the indices and updates: a
     `target ms` below it asks one thread to fold faster than memory lets it read them."""
-    hist = [r for r in rows if r.workload.group == "H"]
+    hist = [r for r in rows if r.workload.group == "H" and not r.workload.exact]  # HX: exact_table
     if not hist:
         return ""
 

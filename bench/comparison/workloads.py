@@ -46,6 +46,8 @@ def canonical_workloads() -> list[Workload]:
         w.append(Workload(f"W3 {red}", "W3", "elements", "W2", reduction=red))
     for red in ("sum", "max", "mean"):
         w.append(Workload(f"W3 {red} f16/i32", "W3", "elements", "W2", reduction=red, **f16))
+    for red in ("sum", "mean"):
+        w.append(Workload(f"W3 {red} exact", "W3", "elements", "W2", reduction=red, exact=True))
     w += [
         Workload("W4", "W4", "nd", "W4"),
         Workload("W4 in-place", "W4", "nd", "W4", in_place=True),
@@ -74,23 +76,29 @@ def bins_label(bins: int) -> str:
     return str(bins)
 
 
-def histogram_workloads(bins_list: tuple[int, ...] = HISTOGRAM_BINS) -> list[Workload]:
+def histogram_workloads(
+    bins_list: tuple[int, ...] = HISTOGRAM_BINS, plain: bool = True, exact: bool = False
+) -> list[Workload]:
     """Family H: per table size and distribution, sum and max with int64 then int32 indices
-    (so that each size's arrays are made once per index type)."""
+    (so that each size's arrays are made once per index type); `exact` adds (or, without
+    `plain`, gives only) the sum with exact=True, "H 4K sum exact i64 uniform" (issue 48)."""
+    kinds = [(red, False) for red in ("sum", "max") if plain] + ([("sum", True)] if exact else [])
     w = []
     for bins in bins_list:
         for skewed in (False, True):
             dist = "skewed" if skewed else "uniform"
             for index_dtype, short in (("int64", "i64"), ("int32", "i32")):
-                for red in ("sum", "max"):
+                for red, is_exact in kinds:
+                    label = f"{red} exact" if is_exact else red
                     w.append(
                         Workload(
-                            f"H {bins_label(bins)} {red} {short} {dist}",
+                            f"H {bins_label(bins)} {label} {short} {dist}",
                             "H",
                             "elements",
                             f"H{bins}{dist[0]}",
                             reduction=red,
                             index_dtype=index_dtype,
+                            exact=is_exact,
                             bins=bins,
                             skewed=skewed,
                             preallocated=True,

@@ -196,3 +196,47 @@ def test_quick_histogram_run(tmp_path):
     text = out.read_text()
     assert "## Histograms (H)" in text and "H 4K max i32 skewed" in text
     assert text.rstrip().endswith("## Histograms at every table size\n\nhand-written")
+
+
+def test_exact_histogram_workloads():
+    """HX (issue 48): the H sums with exact=True, alone or after each size's sum and max."""
+    only = workloads.histogram_workloads((4096,), plain=False, exact=True)
+    assert [x.name for x in only] == [
+        "H 4K sum exact i64 uniform",
+        "H 4K sum exact i32 uniform",
+        "H 4K sum exact i64 skewed",
+        "H 4K sum exact i32 skewed",
+    ]
+    assert all(x.group == "H" and x.exact and x.reduction == "sum" for x in only)
+    both = workloads.histogram_workloads((4096,), exact=True)
+    assert len(both) == 12 and len({x.name for x in both}) == 12
+    assert [x.name for x in both[:3]] == [
+        "H 4K sum i64 uniform",
+        "H 4K max i64 uniform",
+        "H 4K sum exact i64 uniform",
+    ]
+    names = [x.name for x in workloads.canonical_workloads()]
+    assert "W3 sum exact" in names and "W3 mean exact" in names
+
+
+def test_exact_table_target():
+    """Issue 48 item 2: 0.8x the fastest peer, or 1.1x the read floor where that is larger."""
+    assert tables.exact_target(10.0, 4.0) == (8.0, "0.8x peer")
+    assert tables.exact_target(5.0, 4.0) == (pytest.approx(4.4), "1.1x read")
+    assert tables.exact_target(None, 4.0) == (None, "n/a")
+    w = workloads.Workload(
+        "H 4K sum exact i64 uniform", "H", "elements", "H", "sum", exact=True, preallocated=True
+    )
+    cells = {
+        "scatterkit out=": Cell([0.007], cpus=[1.9]),
+        "scatterkit inexact": Cell([0.006]),
+        "inputs read": Cell([0.004]),
+        "PyTorch": Cell([0.010]),
+    }
+    lines = tables.exact_table([Row(w, 2, cells, 1)]).splitlines()
+    head = [c.strip() for c in lines[0].split("|")[1:-1]]
+    got = dict(zip(head, [c.strip() for c in lines[2].split("|")[1:-1]]))
+    assert got["exact/best peer"] == "0.700" and got["target ms"] == "8" and got["met"] == "yes"
+    assert got["exact cpus"] == "1.90" and got["read ms"] == "4" and got["peer/read"] == "2.500"
+    # H's table (issue 33's targets) leaves the exact rows to this one
+    assert tables.histogram_table([Row(w, 2, cells, 1)]) == ""
