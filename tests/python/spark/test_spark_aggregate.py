@@ -1085,19 +1085,30 @@ def test_the_jobs_aggregated_schema_is_the_planned_aggregations(spark, event_fil
         aggregated_schema(events, missing.aggregate)
 
 
-def test_a_tasks_flushes_go_on_as_one_row_per_key():
+def _keys_of_kind(kind: str, rng: np.random.Generator, n: int) -> pa.Array:
+    numbers = rng.integers(0, 300, n)
+    if kind == "int":
+        return pa.array(numbers)
+    if kind == "string with nulls":
+        return pa.array([None if k < 5 else f"u{k}" for k in numbers.tolist()])
+    return pa.array(np.where(numbers < 5, np.nan, numbers / 7))  # NaN keys are one group
+
+
+@pytest.mark.parametrize("kind", ["int", "string with nulls", "float with NaN"])
+def test_a_tasks_flushes_go_on_as_one_row_per_key(kind):
     """`combine_events` sends a key's events of several flushes on as one row (up to
     PACKED_BYTES of them): the shuffle's rows are a row per key, every event in one."""
     spec = check_agg(["h", "c"], "x", [4, 3], dtype="double")
     plan = AggPlan(("g",), (spec,), flush_events=1000)
     rng = np.random.default_rng(9)
     n = 5000
-    keys = rng.integers(0, 300, n)
+    key = _keys_of_kind(kind, rng, n)
+    keys = [repr(k) for k in key.to_pylist()]  # NaN == NaN as text
     cells = rng.integers(0, 4, n).astype(np.int32), rng.integers(0, 3, n).astype(np.int32)
     values = np.where(rng.random(n) < 0.1, np.nan, rng.standard_normal(n))
     events = pa.RecordBatch.from_arrays(
         [
-            pa.array(keys),
+            key,
             pa.array(cells[0]),
             pa.array(cells[1]),
             pa.array(values, from_pandas=True),
@@ -1113,11 +1124,12 @@ def test_a_tasks_flushes_go_on_as_one_row_per_key():
     )
     assert set(out.column("__kind").to_pylist()) == {0}  # no key is frequent in a flush
     packed = out.combine_chunks().to_batches()[0]
-    assert sorted(packed.column("__key0").to_pylist()) == sorted(set(keys.tolist()))
+    sent_keys = [repr(k) for k in packed.column("__key0").to_pylist()]
+    assert sorted(sent_keys) == sorted(set(keys))
     unpacked, lengths = agg_tasks._unpacked_events(plan, packed)
-    sent = sorted(zip(np.repeat(packed.column("__key0").to_numpy(), lengths).tolist(),
+    sent = sorted(zip(np.repeat(np.array(sent_keys, object), lengths).tolist(),
                       unpacked.column("__cell0").to_pylist(),
                       unpacked.column("__value0").to_pylist()), key=repr)  # fmt: skip
     cell = (cells[0] * 3 + cells[1]).tolist()
     given = [None if v != v else v for v in values.tolist()]
-    assert sent == sorted(zip(keys.tolist(), cell, given), key=repr)
+    assert sent == sorted(zip(keys, cell, given), key=repr)
