@@ -84,7 +84,8 @@ class ExactSlots {
 #if defined(__GNUC__)
   __attribute__((noinline))
 #endif
-  void spill(double* slot, double b) {
+  void
+  spill(double* slot, double b) {
     const double a = *slot;
     size_t n;
     if (a != a) {
@@ -118,6 +119,18 @@ T finish_parts_in(uint64_t* state, const ExactSlots<T>* slots, const double* con
   return finish_state<T>(state, mean, count);
 }
 
+// Adds the parts `from` to `parts` of target x to `sum` while every double sum is exact;
+// false at the first that is not (a moved slot, NaN, is not).
+inline bool add_parts_exactly(double& sum, const double* const* tables, int64_t from, int64_t parts,
+                              int64_t x) {
+  for (int64_t k = from; k < parts; ++k) {
+    const double b = tables[k][x];
+    if (!sum_is_exact(sum, b)) return false;
+    sum += b;
+  }
+  return true;
+}
+
 // The exact sum of a target's parts (slots of several tables), rounded once,
 // or divided by `count` first (mean).
 template <class T>
@@ -125,12 +138,7 @@ T finish_parts(const ExactSlots<T>* slots, const double* const* tables, int64_t 
                bool mean, uint64_t count) {
   using L = ExactLayout<T>;
   double sum = tables[0][x];
-  bool fast = slots[0].state(sum) == nullptr;
-  for (int64_t k = 1; k < parts && fast; ++k) {
-    const double b = tables[k][x];
-    fast = sum_is_exact(sum, b);  // also false for a moved slot (NaN)
-    sum += b;
-  }
+  const bool fast = slots[0].state(sum) == nullptr && add_parts_exactly(sum, tables, 1, parts, x);
   if (fast) return mean ? round_double_mean<T>(sum, count) : round_double<T>(sum);
   uint64_t state[L::kWords] = {};
   return finish_parts_in<T>(state, slots, tables, parts, x, mean, count);
@@ -142,12 +150,7 @@ T finish_parts_from(double start, const ExactSlots<T>* slots, const double* cons
                     int64_t parts, int64_t x, bool mean, uint64_t count) {
   using L = ExactLayout<T>;
   double sum = start;
-  bool fast = std::isfinite(start);
-  for (int64_t k = 0; k < parts && fast; ++k) {
-    const double b = tables[k][x];
-    fast = sum_is_exact(sum, b);  // also false for a moved slot (NaN)
-    sum += b;
-  }
+  const bool fast = std::isfinite(start) && add_parts_exactly(sum, tables, 0, parts, x);
   if (fast) return mean ? round_double_mean<T>(sum, count) : round_double<T>(sum);
   uint64_t state[L::kWords] = {};
   add_value<T>(state, start);

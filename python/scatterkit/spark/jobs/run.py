@@ -71,8 +71,8 @@ def _plan(
     """Both engines' plan of the steps over input of `schema`: the executors' plan, the
     output schema and the input columns to read (only those the steps read or the output
     keeps). Rows are located by file only where a failure names them
-    (``on_error="fail"``). `binary`: the element types of the binary tensor columns."""
-    _check_on_error(on_error)
+    (``on_error="fail"``, checked by the caller). `binary`: the element types of the binary
+    tensor columns."""
     keep = on_error == "keep"
     plan, out = plan_job(
         schema, spec, keep_errors=keep, locate_rows=locate_rows and not keep, binary=binary
