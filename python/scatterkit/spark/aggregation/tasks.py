@@ -37,6 +37,7 @@ from .wire import (
     pack_parts,
     pack_problem,
     result_name,
+    run_positions,
     unpack_numbers,
     unpack_parts,
     unpack_problem,
@@ -209,9 +210,7 @@ class _Packing:
             order = np.asarray(_key_order(self.plan, keys), np.int64)
             firsts = (np.cumsum(lengths) - lengths)[order]
             keys, lengths = keys.take(pa.array(order)), lengths[order]
-            shift = (firsts - (np.cumsum(lengths) - lengths)).astype(np.int32)
-            gather = np.arange(int(lengths.sum()), dtype=np.int32)
-            gather += np.repeat(shift, lengths)
+            gather = run_positions(firsts, lengths, np.int32)
             events = _concat(gathered)
             gathered = []
             events = events.take(pa.array(gather))

@@ -206,13 +206,19 @@ def unpack_valid(column: pa.Array, lengths: np.ndarray) -> np.ndarray | None:
     if column.null_count == len(column):
         return None
     rows = np.flatnonzero(np.asarray(column.is_valid()))
-    counts = lengths[rows]
-    within = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-    events = np.repeat((np.cumsum(lengths) - lengths)[rows], counts) + within
-    at = np.repeat(_byte_offsets(column)[:-1][rows], counts) + within
+    events = run_positions((np.cumsum(lengths) - lengths)[rows], lengths[rows])
+    at = run_positions(_byte_offsets(column)[:-1][rows].astype(np.int64), lengths[rows])
     valid = np.ones(int(lengths.sum()), bool)
     valid[events] = np.frombuffer(column.buffers()[2], np.uint8)[at] != 0
     return valid
+
+
+def run_positions(firsts: np.ndarray, lengths: np.ndarray, dtype: type = np.int64) -> np.ndarray:
+    """The positions of runs, one run after another: run r from ``firsts[r]`` on,
+    ``lengths[r]`` long."""
+    positions: np.ndarray = np.arange(int(lengths.sum()), dtype=dtype)
+    positions += np.repeat((firsts - (np.cumsum(lengths) - lengths)).astype(dtype), lengths)
+    return positions
 
 
 def pack_parts(parts: list[bytes]) -> bytes:
