@@ -18,9 +18,10 @@ The package is in layers; a module imports only from its own layer and those bel
   `artifacts` (the library shipped to a Connect server);
 - `jobs` (driver): `run` (`run_job`, `transform`), `plan`, `engine_arrow`, `engine_spark`,
   `aggregate_job` (an aggregation on the Arrow engine), `output` (stage, write, commit or
-  abort: every job's one way out), `failures` (why a job failed, in one line), `cluster`
-  (one-task file work), `progress`, `summary`;
-- `aggregation`: `api` (driver: `scatter_nd_agg`, `aggregate`), `group` and `tasks`
+  abort: every job's one way out), `failures` (why a job failed, in one line), `progress`,
+  `summary`;
+- `aggregation`: `api` (driver: `scatter_nd_agg`, `aggregate`), `scan` (a plain Parquet
+  scan's events read with pyarrow by the map tasks), `group` and `tasks`
   (executor: the folds of ``groupBy().agg()``; the combiner and the finisher), `wire` (the
   shuffle rows both sides use), `states` (events folded into order-free states);
 - `runtime` (executor; never imports the layers above): `steps`, `tensors`, `stats`,
@@ -29,7 +30,8 @@ The package is in layers; a module imports only from its own layer and those bel
   (test-only pauses);
 - `specs`: `job_spec` (the job's JSON), `agg_spec`, `constant`;
 - `core`: `errors`, `element_types` (the tensor column's types and both layouts),
-  `options` (the names a user chooses), `connect`.
+  `options` (the names a user chooses), `connect`, `cluster` (one-task file work, the
+  cluster's parallelism).
 
 See docs/spark.md for the tensor column layout, the job specification and running on
 local, standalone, YARN, Kubernetes and Spark Connect.

@@ -429,14 +429,12 @@ def test_the_job_aggregates_binary_slices_on_both_engines(spark, tmp_path, engin
     assert out["bin"].shape == (10, 4, 3) and out["bin"].tobytes() == out["arr"].tobytes()
     # the arrow engine reads binary tensors with pyarrow, not through Spark's reader
     from scatterkit.spark.aggregation.api import agg_plan, step_specs
-    from scatterkit.spark.jobs.aggregate_job import _event_reader
-    from scatterkit.spark.runtime.reading import BatchLimits
-    from scatterkit.spark.runtime.storage import locate
+    from scatterkit.spark.aggregation.sources import read_types
 
     events = spark.read.parquet(str(source))
     assert spec.aggregate is not None
     plan = agg_plan(events, ["user"], step_specs(events.schema, spec.aggregate))
-    assert _event_reader(events, plan, (), locate(str(source)), BatchLimits()) is not None
+    assert read_types(events, plan) is not None
 
 
 def test_binary_slices_convert_as_spark_casts_array_slices(spark, tmp_path):  # noqa: F811

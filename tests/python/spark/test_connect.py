@@ -286,6 +286,30 @@ def test_event_aggregation_runs_through_the_server(remote, events, tmp_path):
         assert np.array(written["s"][user7]["values"]).tobytes() == _sums(table, 7).tobytes()
 
 
+def test_aggregate_reads_a_plain_scans_files_itself_through_the_server(remote, events):
+    from scatterkit.spark.aggregation.api import agg_plan, settle_spec
+    from scatterkit.spark.aggregation.sources import scan_reader
+
+    table, source = events
+    df = remote.read.parquet(str(source))
+    agg = skf.scatter_nd_agg(["h", "c"], "x", [4, 3])
+    plan = agg_plan(df, ["user"], {"s": settle_spec(df.schema, agg._scatterkit_agg, "s")})
+    for frame in (df, df.select("user", "h", "c", "x")):
+        reader = scan_reader(frame, plan)
+        assert reader is not None and len(reader.pieces) == 3  # the module's three files
+    others = (
+        df.filter(F.col("x") > 0),
+        df.select("user", "h", "c", F.col("h").alias("x")),
+        remote.read.option("mergeSchema", "true").parquet(str(source)),
+        df.repartition(2),
+    )
+    assert all(scan_reader(frame, plan) is None for frame in others)
+    fast, through_spark = (skf.aggregate(f, "user", s=agg) for f in (df, df.repartition(2)))
+    rows = [{r["user"]: r["s"]["values"] for r in f.collect()} for f in (fast, through_spark)]
+    assert rows[0] == rows[1] and len(rows[0]) == 50
+    assert np.array(rows[0][7]).tobytes() == _sums(table, 7).tobytes()
+
+
 def test_binary_slices_aggregate_through_the_server(remote, events, tmp_path):
     table, _ = events
     slices = np.zeros((table.num_rows, 3))
@@ -310,7 +334,7 @@ def test_binary_slices_aggregate_through_the_server(remote, events, tmp_path):
 
 def test_the_file_work_runs_on_the_servers_executors(remote, tmp_path):
     # The client may not see the server's files: listing and committing run in a Spark task.
-    from scatterkit.spark.jobs.cluster import on_cluster
+    from scatterkit.spark.core.cluster import on_cluster
 
     assert on_cluster(remote, os.getpid) != os.getpid()
     with pytest.raises(FileNotFoundError):  # raised here with its type

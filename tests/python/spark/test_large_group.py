@@ -1,10 +1,13 @@
 """groupBy().agg(scatter_nd_agg) on a group too large for a capped Python worker.
 
 A tensor larger than BATCHED_TENSOR_BYTES ([64, 64] of double here) is folded by a
-grouped-aggregate UDF, to which Spark hands its whole group, so a group can exceed a Python
-worker's memory, which ``spark.executor.pyspark.memory`` caps (PySpark sets it as the
-worker's address-space limit, RLIMIT_AS). Where the fold of the group is what runs out, the
-user must read a clear error: how many events the group holds, the cap, and to use
+grouped-aggregate UDF, to which Spark hands its whole group; a smaller one ([24, 16] of
+float) by a scalar UDF over Spark's ``collect_list`` of each group's events, which Spark
+collects in its JVM first (a few hundred bytes an event: the driver gets 2g here, so that
+the JVM holds what the worker cannot). Either way a group can exceed a Python worker's
+memory, which ``spark.executor.pyspark.memory`` caps (PySpark sets it as the worker's
+address-space limit, RLIMIT_AS). Where the fold of the group is what runs out, the user
+must read a clear error: how many events the group holds, the cap, and to use
 ``skf.aggregate``, not a bare MemoryError from NumPy.
 
 The cap is set relative to what a worker's address space holds once it has folded a small
@@ -37,9 +40,9 @@ from pyspark.sql import functions as F
 from scatterkit.spark import functions as skf
 from scatterkit.spark.sessions.session import build_session
 
-EVENTS, HEADROOM_MB, PROBE_CAP_MB = {events}, {headroom}, {probe}
+EVENTS, HEADROOM_MB, PROBE_CAP_MB, SHAPE = {events}, {headroom}, {probe}, {shape}
 CONF = {{"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1",
-         "spark.driver.memory": "1g", "spark.driver.host": "127.0.0.1"}}
+         "spark.driver.memory": "{driver}", "spark.driver.host": "127.0.0.1"}}
 
 
 def fold_small(batches):
@@ -73,10 +76,10 @@ capped = {{**CONF, "spark.executor.pyspark.memory": f"{{cap}}m"}}
 spark = build_session(master="local[1]", conf=capped, app_name="large-group")
 ids = spark.range(EVENTS, numPartitions=1)
 amount = F.when(F.col("id") == 0, F.lit(None)).otherwise(F.rand(7))  # one null: the general way
-events = ids.select(F.lit(1).alias("g"), (F.col("id") % 64).cast("int").alias("hour"),
-                    (F.col("id") % 64).cast("int").alias("category"),
+events = ids.select(F.lit(1).alias("g"), (F.col("id") % SHAPE[0]).cast("int").alias("hour"),
+                    (F.col("id") % SHAPE[1]).cast("int").alias("category"),
                     amount.cast("float").alias("amount"))
-agg = skf.scatter_nd_agg(["hour", "category"], "amount", [64, 64])
+agg = skf.scatter_nd_agg(["hour", "category"], "amount", SHAPE)
 out = {{"base_mb": base, "cap_mb": cap}}
 try:
     out["events"] = events.groupBy("g").agg(agg.alias("t")).first().t.events
@@ -88,8 +91,19 @@ print("RESULT " + json.dumps(out))
 """
 
 
-def test_group_too_large_for_the_worker_names_it_and_points_at_aggregate():
-    code = SCRIPT.format(events=EVENTS, headroom=HEADROOM_MB, probe=PROBE_CAP_MB)
+@pytest.mark.parametrize(
+    "shape, driver",
+    [([64, 64], "1g"), ([24, 16], "2g")],
+    ids=["grouped-aggregate UDF", "batched collect_list"],
+)
+def test_group_too_large_for_the_worker_names_it_and_points_at_aggregate(shape, driver):
+    from scatterkit.spark.aggregation.api import BATCHED_TENSOR_BYTES
+
+    batched = shape[0] * shape[1] * 8 <= BATCHED_TENSOR_BYTES  # double, as a bare .agg() sums
+    assert batched == (driver == "2g")
+    code = SCRIPT.format(
+        events=EVENTS, headroom=HEADROOM_MB, probe=PROBE_CAP_MB, shape=shape, driver=driver
+    )
     stdout = run_python(code, timeout=240)
     result = json.loads(stdout.split("RESULT ", 1)[1])
     error = result["error"]

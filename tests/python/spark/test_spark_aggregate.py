@@ -685,9 +685,7 @@ def _aggregation_job(**aggregates: dict) -> JobSpec:
 
 def test_the_job_reads_events_with_pyarrow_where_it_reads_them_as_spark_does(spark, tmp_path):  # noqa: F811
     from scatterkit.spark.aggregation.api import agg_plan, step_specs
-    from scatterkit.spark.jobs.aggregate_job import _event_reader
-    from scatterkit.spark.runtime.reading import BatchLimits
-    from scatterkit.spark.runtime.storage import locate
+    from scatterkit.spark.aggregation.sources import read_types
 
     source = write_parquet(tmp_path / "in", _mixed_events(), files=3)
     by_pyarrow = {  # casts that pyarrow and Spark round alike, keys and orders of like types
@@ -707,8 +705,7 @@ def test_the_job_reads_events_with_pyarrow_where_it_reads_them_as_spark_does(spa
         job = _aggregation_job(**aggregates)
         assert job.aggregate is not None
         plan = agg_plan(events, ["user"], step_specs(events.schema, job.aggregate))
-        reader = _event_reader(events, plan, (), locate(str(source)), BatchLimits())
-        assert (reader is not None) == reads, name
+        assert (read_types(events, plan) is not None) == reads, name
         written = {}
         for engine in ("arrow", "spark"):
             out = tmp_path / f"{name}-{engine}"

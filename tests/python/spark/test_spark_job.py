@@ -583,7 +583,7 @@ def test_an_exact_step_gives_the_bits_of_the_exact_api_on_both_engines(
 
 def test_the_file_work_on_a_local_master_runs_in_the_driver(spark):  # noqa: F811
     # Its executors share this machine's files: no one-task job per listing or commit.
-    from scatterkit.spark.jobs.cluster import on_cluster
+    from scatterkit.spark.core.cluster import on_cluster
 
     assert spark.sparkContext.master.startswith("local")
     assert on_cluster(spark, os.getpid) == os.getpid()
@@ -621,7 +621,7 @@ def test_task_files_gather_row_groups_and_dictionary_encode_flat_columns_only(
 
 
 def test_parallelism_is_the_partitions_spark_range_gets_without_a_job(spark):  # noqa: F811
-    from scatterkit.spark.jobs.cluster import parallelism
+    from scatterkit.spark.core.cluster import parallelism
 
     tracker = spark.sparkContext.statusTracker()
     jobs = len(tracker.getJobIdsForGroup(None))

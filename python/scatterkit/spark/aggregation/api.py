@@ -36,17 +36,9 @@ from ..core.errors import SpecError
 from ..runtime.stats import FOLD_US, fold_time_observed, with_fold_time
 from ..specs.agg_spec import AggregateStep, AggSpec, check_agg
 from .group import fold_group, fold_lists
+from .sources import EventReader, combine_pieces, event_columns, scan_reader
 from .tasks import FLUSH_CONF, combine_events, finish_groups
-from .wire import (
-    COUNT_FIELDS,
-    AggPlan,
-    coord_name,
-    key_name,
-    order_name,
-    packed_schema,
-    result_name,
-    value_name,
-)
+from .wire import COUNT_FIELDS, AggPlan, key_name, packed_schema, result_name
 
 ColumnOrName = Union[Column, str]
 _SPEC_ATTRIBUTE = "_scatterkit_agg"
@@ -171,8 +163,10 @@ def aggregate(df: DataFrame, by: str | Sequence[str], **aggregates: Column) -> D
     before the shuffle each task packs a key's events into one row per flush of events
     (``spark.scatterkit.aggregate.flushEvents``, 2M by default) and folds the keys frequent
     in a flush into one state per key; every group is then folded from its sorted rows.
-    The result has the `by` columns and one ``struct<values, shape, error, events,
-    dropped>`` column per name.
+    Where `df` is a plain Parquet scan (``spark.read.parquet(path)``, perhaps with some
+    columns selected), the map tasks read its files with pyarrow instead of taking Spark's
+    rows (`sources.scan_reader`; the same bits). The result has the `by` columns and one
+    ``struct<values, shape, error, events, dropped>`` column per name.
 
     >>> skf.aggregate(events, "user_id", spend=skf.scatter_nd_agg(
     ...     ["hour", "category"], "amount", [24, 16]))  # doctest: +SKIP
@@ -191,7 +185,7 @@ def aggregate(df: DataFrame, by: str | Sequence[str], **aggregates: Column) -> D
                 "(not aliased or wrapped): the name gives the alias"
             )
         specs.append(settle_spec(df.schema, spec, name))
-    return plan_aggregate(df, by, dict(zip(aggregates, specs)))
+    return plan_aggregate(df, by, dict(zip(aggregates, specs)), read_files=True)
 
 
 def settle_spec(schema: T.StructType, spec: AggSpec, name: str) -> AggSpec:
@@ -310,14 +304,23 @@ def plan_aggregate(
     by: Sequence[str],
     specs: dict[str, AggSpec],
     fold_times: list[Observation] | None = None,
+    *,
+    read_files: bool = False,
 ) -> DataFrame:
     """The DataFrame plan of `aggregate` (specs settled by `settle_spec`). With
     `fold_times`, the observations of the time in the folds (map side, then reduce side)
-    are appended to it: they hold their sums once an action has run the plan."""
+    are appended to it: they hold their sums once an action has run the plan. With
+    `read_files`, the map tasks read a plain Parquet scan's files themselves
+    (`sources.scan_reader`)."""
     plan = agg_plan(df, by, specs)
     events = event_columns(df, plan)
-    combine = functools.partial(combine_events, plan)
-    packed = map_batches(events, combine, packed_schema(events.schema, plan), fold_times)
+    schema = packed_schema(events.schema, plan)
+    reader = scan_reader(df, plan) if read_files else None
+    if reader is None:
+        combine = functools.partial(combine_events, plan)
+        packed = map_batches(events, combine, schema, fold_times)
+    else:
+        packed = combine_files(df.sparkSession, reader, plan, schema, fold_times)
     finish = functools.partial(finish_groups, plan)
     schema = finished_schema(events.schema, plan)
     result = map_batches(group_packed(packed, plan), finish, schema, fold_times)
@@ -341,6 +344,19 @@ def map_batches(
     return observed
 
 
+def combine_files(
+    spark: Any,
+    reader: EventReader,
+    plan: AggPlan,
+    schema: T.StructType,
+    fold_times: list[Observation] | None,
+) -> DataFrame:
+    """The map side over the files of `reader`: one task per piece (`combine_pieces`)."""
+    count = len(reader.pieces)
+    numbers = spark.range(count, numPartitions=count)
+    return map_batches(numbers, functools.partial(combine_pieces, reader, plan), schema, fold_times)
+
+
 def agg_plan(df: DataFrame, by: Sequence[str], specs: dict[str, AggSpec]) -> AggPlan:
     """What the tasks need, with the session's flush size (checked here, before any task)."""
     missing = [c for c in by if c not in df.columns]
@@ -350,21 +366,6 @@ def agg_plan(df: DataFrame, by: Sequence[str], specs: dict[str, AggSpec]) -> Agg
     if flush is not None and (not flush.isdigit() or int(flush) < 1):
         raise SpecError(f"aggregate: {FLUSH_CONF} must be a number of events, got {flush!r}")
     return AggPlan(tuple(by), tuple(specs.values()), int(flush) if flush else None)
-
-
-def event_columns(df: DataFrame, plan: AggPlan) -> DataFrame:
-    """The columns the combiner reads, under `AggPlan`'s names, values cast to their
-    aggregates' types."""
-    columns = [F.col(c).alias(k) for c, k in zip(plan.key_names, plan.keys)]
-    columns += [F.col(c).alias(coord_name(m)) for m, c in enumerate(plan.coordinates)]
-    tensors = {f.name for f in df.schema.fields if isinstance(f.dataType, T.StructType)}
-    for v, value in enumerate(plan.values):
-        column = F.col(value.updates)
-        if value.updates not in tensors:  # a tensor's bytes are decoded by the combiner
-            column = column.cast(value.spark_type())
-        columns.append(column.alias(value_name(v)))
-    columns += [F.col(c).alias(order_name(o)) for o, c in enumerate(plan.orders)]
-    return df.select(*columns)
 
 
 def group_packed(packed: DataFrame, plan: AggPlan) -> DataFrame:

@@ -6,9 +6,9 @@ together that takes longer than the aggregation (bench/spark/RESULTS.md). Here o
 packed events pass through Spark, for its shuffle:
 
 - map side: one task per input piece reads the events it needs with pyarrow, as Spark
-  would read them, and packs them (`aggregation.tasks.combine_events`); where Spark's reader must
-  do it (a cast pyarrow would do otherwise, a key type it would read otherwise), the
-  events come from Spark's reader instead;
+  would read them, and packs them (`aggregation.sources`, `aggregation.tasks.combine_events`);
+  where Spark's reader must do it (a cast pyarrow would do otherwise, a key type it would
+  read otherwise), the events come from Spark's reader instead;
 - the shuffle by key (`aggregate.group_packed`);
 - reduce side: each task folds its groups (`aggregation.tasks.finish_groups`), runs the job's
   per-row steps on them and writes its own Parquet file with pyarrow under the output's
@@ -21,70 +21,25 @@ The bits are those of `aggregate`: the same combiner and finisher, whatever read
 from __future__ import annotations
 
 import functools
-import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, Observation
-from pyspark.sql import types as T
 
-from ..aggregation.api import (
-    agg_plan,
-    event_columns,
-    group_packed,
-    map_batches,
-    step_specs,
-)
+from ..aggregation.api import agg_plan, combine_files, group_packed, map_batches, step_specs
+from ..aggregation.sources import event_columns, read_types
 from ..aggregation.tasks import combine_events, finish_groups
 from ..aggregation.wire import AggPlan, packed_schema
-from ..core.element_types import cast_as_spark, numpy_dtype
 from ..runtime.piece_task import RESULT_SCHEMA, result_row, task_file, write_task_file
-from ..runtime.reading import BatchLimits, Piece, read_as_spark
+from ..runtime.reading import BatchLimits
 from ..runtime.stats import TaskStats, observed_fold_us, timed_work
 from ..runtime.steps import BatchPlan, run_batches
 from ..runtime.storage import Location
 from ..runtime.written import Counted, counting
 from ..specs.agg_spec import AggregateStep
 from .engine_arrow import ArrowPaths, Work, run_and_commit, spark_schema
-
-# The Spark types whose Arrow form pyarrow reads from Parquet as Spark's Arrow conversion
-# gives it (after `reading.read_as_spark`'s widening): timestamps and decimals, for one, differ.
-_SAME_ARROW = (T.IntegralType, T.FloatType, T.DoubleType, T.BooleanType, T.StringType)
-
-
-@dataclass(frozen=True)
-class EventReader:
-    """What a map task needs to read its events (pickled into the tasks)."""
-
-    source: Location
-    pieces: tuple[Piece, ...]
-    types: pa.Schema  # the columns to read, in the types Spark reads them
-    renamed: tuple[tuple[str, str, pa.DataType], ...]  # (column, plan's name, type)
-    limits: BatchLimits
-
-    def events(self, number: int) -> Iterator[pa.RecordBatch]:
-        """Piece `number`'s events under the plan's names, values cast to their types.
-
-        Raises `InputTypeError` for a file holding a column in a wider type than Spark
-        reads it as, `InputFileError` for one that cannot be read (both name the file)."""
-        names = [n for _, n, _ in self.renamed]
-        batches = read_as_spark(
-            self.source, self.pieces, number, self.types, self.types.names, self.limits
-        )
-        for batch in batches:
-            columns = [batch.column(c).cast(t, safe=False) for c, _, t in self.renamed]
-            yield pa.RecordBatch.from_arrays(columns, names=names)
-
-
-def _combine_pieces(
-    reader: EventReader, plan: AggPlan, numbers: Iterator[pa.RecordBatch]
-) -> Iterator[pa.RecordBatch]:
-    """The map task: the events of its pieces, packed (one task per piece)."""
-    pieces = (n for batch in numbers for n in batch.column(0).to_pylist())
-    events = itertools.chain.from_iterable(reader.events(n) for n in pieces)
-    yield from combine_events(plan, events)
 
 
 @dataclass(frozen=True)
@@ -128,56 +83,6 @@ def _write_groups(
     yield result_row(partition, written, rows, stats)
 
 
-def _event_reader(
-    events: DataFrame,
-    plan: AggPlan,
-    pieces: Sequence[Piece],
-    source: Location,
-    limits: BatchLimits,
-) -> EventReader | None:
-    """The map side's reader, or None where Spark's reader must read the events: a column
-    that pyarrow would read in another type, or a value cast Spark would do otherwise."""
-    from pyspark.sql.pandas.types import to_arrow_type
-
-    fields = {f.name: f for f in events.schema.fields}
-    named = event_columns(events, plan).schema.fields
-    sources = [*plan.key_names, *plan.coordinates, *(v.updates for v in plan.values), *plan.orders]
-    renamed = []
-    for column, target in zip(sources, named):
-        element, wanted = fields[column].dataType, target.dataType
-        if isinstance(element, T.StructType) and element == wanted and _reads_alike(element):
-            renamed.append((column, target.name, to_arrow_type(wanted)))  # a tensor, as is
-            continue
-        if isinstance(element, T.ArrayType) and isinstance(wanted, T.ArrayType):
-            element, wanted = element.elementType, wanted.elementType
-        if not (isinstance(element, _SAME_ARROW) and _same_cast(element, wanted)):
-            return None
-        renamed.append((column, target.name, to_arrow_type(target.dataType)))
-    types = pa.schema(
-        [pa.field(c, to_arrow_type(fields[c].dataType)) for c in dict.fromkeys(sources)]
-    )
-    return EventReader(source, tuple(pieces), types, tuple(renamed), limits)
-
-
-def _reads_alike(kind: T.DataType) -> bool:
-    """Whether pyarrow reads a (nested) column as Spark's Arrow conversion gives it."""
-    if isinstance(kind, T.StructType):
-        return all(_reads_alike(f.dataType) for f in kind.fields)
-    if isinstance(kind, T.ArrayType):
-        return _reads_alike(kind.elementType)
-    return isinstance(kind, (*_SAME_ARROW, T.BinaryType))
-
-
-def _same_cast(source: T.DataType, target: T.DataType) -> bool:
-    """Whether pyarrow's cast (unchecked) gives Spark's bits (`cast_as_spark`)."""
-    if source == target:
-        return True
-    try:
-        return cast_as_spark(numpy_dtype(source.simpleString()), numpy_dtype(target.simpleString()))
-    except ValueError:  # not an element type
-        return False
-
-
 def run_aggregate_job(
     spark: Any,
     events: DataFrame,
@@ -203,16 +108,15 @@ def run_aggregate_job(
 
     map_side: list[Observation] = []
 
+    read = read_types(events, plan)
+
     def aggregate_into_files(work: Work) -> DataFrame:
-        reader = _event_reader(events, plan, work.pieces, paths.source, limits)
-        if reader is None:
+        if read is None:
             combine = functools.partial(combine_events, plan)
             packed = map_batches(named, combine, schema, map_side)
         else:
-            count = len(work.pieces)
-            numbers = spark.range(count, numPartitions=count)
-            combine = functools.partial(_combine_pieces, reader, plan)
-            packed = map_batches(numbers, combine, schema, map_side)
+            reader = read.reader(paths.source, work.pieces, limits)
+            packed = combine_files(spark, reader, plan, schema, map_side)
         names = (*step.by, *specs)
         writer = GroupWriter(
             plan, names, steps, tuple(columns), paths.target, work.staging.attempts

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from ..core.cluster import on_cluster, parallelism
 from ..runtime.commit import Staging, stage
 from ..runtime.piece_task import RESULT_SCHEMA, PieceTask, run_pieces
 from ..runtime.reading import BatchLimits, Piece, plan_input
 from ..runtime.stats import TaskStats, total
 from ..runtime.steps import BatchPlan
 from ..runtime.storage import Location, check_output_apart, check_output_is_a_directory, locate
-from .cluster import on_cluster, parallelism
 from .output import write_output
 
 if TYPE_CHECKING:

@@ -23,13 +23,13 @@ from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..core.cluster import on_cluster
 from ..core.errors import EngineUnavailable
 from ..runtime import stats
 from ..runtime.commit import Staging, stage
 from ..runtime.stats import TaskStats
 from ..runtime.steps import FILE_COLUMN, ROW_COLUMN, BatchPlan, raise_failures, report_failures
 from ..runtime.storage import check_output_apart, locate
-from .cluster import on_cluster
 from .output import write_output
 
 

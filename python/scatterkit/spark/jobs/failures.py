@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.cluster import on_cluster
 from ..core.connect import is_connect
 from ..core.errors import (
     EngineUnavailable,
@@ -39,7 +40,6 @@ from ..core.errors import (
 )
 from ..runtime.reading import disagreeing_files, file_name
 from ..runtime.storage import locate
-from .cluster import on_cluster
 
 # The exit code of a JVM that Spark stopped because it ran out of memory (SparkExitCode.OOM).
 JVM_OOM_EXIT = 52

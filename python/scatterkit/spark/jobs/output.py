@@ -12,10 +12,10 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..core.cluster import on_cluster
 from ..runtime.commit import Staging, abort, commit, stage
 from ..runtime.stats import TaskStats
 from ..runtime.storage import Location
-from .cluster import on_cluster
 from .failures import connect_lost
 
 # A job's writing: given the staging directory, the tasks' stats and the files to commit

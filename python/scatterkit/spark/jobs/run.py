@@ -21,6 +21,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from ..aggregation.api import aggregate_step, aggregated_elements, aggregated_schema
+from ..core.cluster import on_cluster
 from ..core.connect import is_connect
 from ..core.element_types import DTYPE, SHAPE, VALUES, layout_of, numpy_dtype
 from ..core.errors import EngineUnavailable, JobFailed, message_cause
@@ -37,7 +38,6 @@ from ..runtime.written import (
 )
 from ..specs.job_spec import JobSpec
 from .aggregate_job import run_aggregate_job
-from .cluster import on_cluster
 from .engine_arrow import ArrowPaths, resolve_paths, run_arrow_job
 from .engine_spark import run_spark_job, steps_frame
 from .failures import job_failed

@@ -280,7 +280,8 @@ def open_parquet(fs: pafs.FileSystem, path: str) -> tuple[Any, pq.ParquetFile]:
 
 
 def _as_spark_reads(batch: pa.RecordBatch, types: pa.Schema) -> pa.RecordBatch:
-    """The batch with `types`' columns cast to the types Spark reads them as.
+    """The batch with `types`' columns cast to the types Spark reads them as, and those the
+    file lacks all null, as Spark reads them.
 
     pyarrow keeps Parquet's own types (uint16, say) where Spark widens them (int): the
     steps must see what the other engine's steps see. Every cast widens
@@ -288,7 +289,9 @@ def _as_spark_reads(batch: pa.RecordBatch, types: pa.Schema) -> pa.RecordBatch:
     """
     for field in types:
         at = batch.schema.get_field_index(field.name)
-        if at >= 0 and batch.schema.field(at).type != field.type:
+        if at < 0:
+            batch = batch.append_column(field.name, pa.nulls(batch.num_rows, field.type))
+        elif batch.schema.field(at).type != field.type:
             batch = batch.set_column(at, field.name, batch.column(at).cast(field.type))
     return batch
 

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from ..core.connect import is_connect
+from .connect import is_connect
 
 Result = TypeVar("Result")
 _RESULT_SCHEMA = "result binary"
