@@ -460,3 +460,19 @@ def test_binary_slices_convert_as_spark_casts_array_slices(spark, tmp_path):  # 
             for c in (arrays, binary)
         ]
         assert got[0].tobytes() == got[1].tobytes(), dtype
+
+
+def test_a_binary_columns_element_type_is_read_off_its_first_non_null_row(spark, tmp_path):  # noqa: F811
+    from scatterkit.spark.core.errors import SpecError
+    from scatterkit.spark.jobs.plan import binary_elements
+
+    a = _binary_column([np.ones(2), None, np.ones(2)], np.float64)  # the first row null
+    b = _binary_column([np.ones(2, np.int32)] * 3, np.int32)
+    table = pa.table({"a": a, "b": b, "c": _binary_column([None] * 3)})
+    df = spark.read.parquet(str(write_parquet(tmp_path / "in", table, files=1)))
+    assert binary_elements(df, ["a", "b", "c"]) == {"a": "double", "b": "int"}
+    assert binary_elements(df.limit(0), ["a", "b"]) == {}
+    bad = pa.table({"a": _binary_column([np.ones(2)], dtypes=["complex64"])})
+    df = spark.read.parquet(str(write_parquet(tmp_path / "bad", bad, files=1)))
+    with pytest.raises(SpecError, match="column 'a' holds binary tensors of dtype 'complex64'"):
+        binary_elements(df, ["a"])

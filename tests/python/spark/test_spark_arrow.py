@@ -139,3 +139,23 @@ def test_tensor_array_with_errors_keeps_the_message_in_a_non_null_struct(rng):
     items = out.to_pylist()
     assert items[0] == {"values": [0.0, 0.0], "shape": [2], "error": None}
     assert items[1] == {"values": None, "shape": None, "error": "boom"}
+
+
+def test_binary_rows_of_any_rank_and_a_wrong_dtype_name_per_row():
+    # 0-D rows (one element) between ranked ones, an empty tensor, a sliced column; a row
+    # naming another dtype is that row's problem, a null name takes the column's.
+    rows = [np.arange(6.0).reshape(2, 3), np.float64(7), np.arange(4.0), np.zeros((0, 5)),
+            np.float64(-1), np.arange(3.0), np.arange(2.0).reshape(1, 2)]  # fmt: skip
+    names = ["float64", "float64", None, "float64", "float32", "float64", "float64"]
+    data = pa.array([np.asarray(r).tobytes() for r in rows], pa.binary())
+    shapes = pa.array([list(np.shape(r)) for r in rows], pa.list_(pa.int32()))
+    column = pa.StructArray.from_arrays(
+        [data, shapes, pa.array(names, pa.string())], names=["data", "shape", "dtype"]
+    )
+    got = read_tensor(column, "t")
+    assert got.problems == {4: "t holds float32 values, not float64"}
+    for r in (0, 1, 2, 3, 5, 6):
+        assert np.array_equal(got.ragged.row(r), rows[r]), r
+    sliced = read_tensor(column.slice(1, 5), "t")
+    assert sliced.problems == {3: "t holds float32 values, not float64"}
+    assert [sliced.ragged.row(r).size for r in (0, 1, 2, 4)] == [1, 4, 0, 3]

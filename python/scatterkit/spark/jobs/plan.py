@@ -75,25 +75,36 @@ def tensor_element(dtype: T.DataType, where: str, binary: str | None = None) -> 
 
 def binary_elements(df: DataFrame, columns: Sequence[str]) -> dict[str, str]:
     """The element type (a Spark name) of each binary tensor column in `columns`, read off
-    its first non-null row (one small Spark job per column; columns without one are left
-    out)."""
+    its first non-null row: one small Spark job for the first row of all of them, one more
+    per column null there (columns without a non-null row are left out)."""
+    names = [F.col(f"`{c}`.{DTYPE}").alias(f"d{i}") for i, c in enumerate(columns)]
+    first = df.select(*names).limit(1).first() if columns else None
+    if first is None:  # no rows at all
+        return {}
     found = {}
-    for column in columns:
-        row = (
-            df.select(F.col(f"`{column}`.{DTYPE}").alias("d"))
-            .where(F.col("d").isNotNull())
-            .limit(1)
-            .first()
-        )
-        if row is not None:
-            try:
-                found[column] = spark_name(np.dtype(row["d"]))
-            except (TypeError, ValueError):
-                raise SpecError(
-                    f"column {column!r} holds binary tensors of dtype {row['d']!r}, not "
-                    f"one of {list(ELEMENT_TYPES)}"
-                ) from None
+    for i, column in enumerate(columns):
+        name = first[f"d{i}"]
+        if name is None:
+            later = (
+                df.select(F.col(f"`{column}`.{DTYPE}").alias("d"))
+                .where(F.col("d").isNotNull())
+                .limit(1)
+                .first()
+            )
+            name = later["d"] if later is not None else None
+        if name is not None:
+            found[column] = _element_name(column, name)
     return found
+
+
+def _element_name(column: str, dtype: str) -> str:
+    try:
+        return spark_name(np.dtype(dtype))
+    except (TypeError, ValueError):
+        raise SpecError(
+            f"column {column!r} holds binary tensors of dtype {dtype!r}, not "
+            f"one of {list(ELEMENT_TYPES)}"
+        ) from None
 
 
 def _input_element(

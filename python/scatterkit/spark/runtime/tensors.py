@@ -205,11 +205,13 @@ def read_binary(
     problems: Problems = dict(shp.problems)
     for r in np.flatnonzero(~_validity(data)).tolist():
         problems.setdefault(r, f"{what} data is null")
-    if dtypes is not None:
-        names = _flat(dtypes).to_pylist()
-        for r, name in enumerate(names):
-            if name is not None and r not in problems and _dtype_name(name) != element.name:
-                problems[r] = f"{what} holds {name} values, not {element.name}"
+    if dtypes is not None:  # each distinct name checked once, not each row's
+        names = _flat(dtypes)
+        for name in names.drop_null().unique().to_pylist():
+            if _dtype_name(name) != element.name:
+                rows = pc.equal(names, name).fill_null(False).to_numpy(zero_copy_only=False)
+                for r in np.flatnonzero(rows).tolist():
+                    problems.setdefault(r, f"{what} holds {name} values, not {element.name}")
     sizes = _row_sizes(shapes, shp.offsets)
     expected = sizes * element.itemsize
     for r in np.flatnonzero((lengths != expected) & _validity(data)).tolist():
@@ -261,10 +263,13 @@ def _dtype_name(name: str) -> str:
 def _row_sizes(shapes: np.ndarray, shape_offsets: np.ndarray) -> np.ndarray:
     """Elements per row: the product of each row's shape (1 for a 0-D tensor)."""
     sizes = np.ones(len(shape_offsets) - 1, np.int64)
-    for r in range(len(sizes)):
-        lo, hi = shape_offsets[r], shape_offsets[r + 1]
-        if hi > lo:
-            sizes[r] = int(np.prod(shapes[lo:hi], dtype=np.int64))
+    ranked = np.diff(shape_offsets) > 0
+    if ranked.any():
+        # Each ranked row's dimensions run from its offset to the next ranked row's (0-D
+        # rows between take none), the last one's to the end of its dimensions.
+        lo, hi = int(shape_offsets[0]), int(shape_offsets[-1])
+        dims = np.asarray(shapes[lo:hi], np.int64)
+        sizes[ranked] = np.multiply.reduceat(dims, shape_offsets[:-1][ranked] - lo)
     return sizes
 
 
