@@ -465,14 +465,23 @@ def test_binary_slices_convert_as_spark_casts_array_slices(spark, tmp_path):  # 
 def test_a_binary_columns_element_type_is_read_off_its_first_non_null_row(spark, tmp_path):  # noqa: F811
     from scatterkit.spark.core.errors import SpecError
     from scatterkit.spark.jobs.plan import binary_elements
+    from scatterkit.spark.runtime.storage import locate
 
-    a = _binary_column([np.ones(2), None, np.ones(2)], np.float64)  # the first row null
+    a = _binary_column([None, np.ones(2), np.ones(2)], np.float64)  # the first file's null
     b = _binary_column([np.ones(2, np.int32)] * 3, np.int32)
     table = pa.table({"a": a, "b": b, "c": _binary_column([None] * 3)})
-    df = spark.read.parquet(str(write_parquet(tmp_path / "in", table, files=1)))
-    assert binary_elements(df, ["a", "b", "c"]) == {"a": "double", "b": "int"}
+    source = write_parquet(tmp_path / "in", table, files=3)  # a row each
+    df = spark.read.parquet(str(source))
+    want = {"a": "double", "b": "int"}
+    assert binary_elements(df, ["a", "b", "c"]) == want  # Spark's first rows
+    assert binary_elements(df, ["a", "b", "c"], locate(str(source))) == want  # pyarrow's
     assert binary_elements(df.limit(0), ["a", "b"]) == {}
+    # pyarrow does not read partition directories: Spark does
+    write_parquet(tmp_path / "parts" / "day=1", table, files=1)
+    parted = spark.read.parquet(str(tmp_path / "parts"))
+    assert binary_elements(parted, ["a", "b"], locate(str(tmp_path / "parts"))) == want
     bad = pa.table({"a": _binary_column([np.ones(2)], dtypes=["complex64"])})
     df = spark.read.parquet(str(write_parquet(tmp_path / "bad", bad, files=1)))
-    with pytest.raises(SpecError, match="column 'a' holds binary tensors of dtype 'complex64'"):
-        binary_elements(df, ["a"])
+    for where in (None, locate(str(tmp_path / "bad"))):
+        with pytest.raises(SpecError, match="column 'a' holds binary tensors of dtype 'complex"):
+            binary_elements(df, ["a"], where)

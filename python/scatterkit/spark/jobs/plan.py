@@ -9,6 +9,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..core.cluster import on_cluster
 from ..core.element_types import (
     DATA,
     DTYPE,
@@ -20,8 +21,10 @@ from ..core.element_types import (
     spark_name,
     tensor_struct,
 )
-from ..core.errors import SpecError
+from ..core.errors import EngineUnavailable, InputFileError, SpecError
+from ..runtime.reading import first_fields
 from ..runtime.steps import BatchPlan, dry_run
+from ..runtime.storage import Location
 from ..specs.job_spec import JobSpec, Step, TensorInput
 
 _INTEGER_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
@@ -73,10 +76,21 @@ def tensor_element(dtype: T.DataType, where: str, binary: str | None = None) -> 
     return _element_of_array(dtype, where)
 
 
-def binary_elements(df: DataFrame, columns: Sequence[str]) -> dict[str, str]:
+def binary_elements(
+    df: DataFrame, columns: Sequence[str], source: Location | None = None
+) -> dict[str, str]:
     """The element type (a Spark name) of each binary tensor column in `columns`, read off
-    its first non-null row: one small Spark job for the first row of all of them, one more
-    per column null there (columns without a non-null row are left out)."""
+    its first non-null row (columns without one are left out): with the input's `source`,
+    from its files with pyarrow (`reading.first_fields`, in this process on a local
+    master); else, or where pyarrow cannot read them, one small Spark job for the first row
+    of all of them and one more per column null there."""
+    if source is not None and columns:
+        try:
+            first = on_cluster(df.sparkSession, first_fields, source, list(columns), DTYPE)
+        except (EngineUnavailable, InputFileError, FileNotFoundError, OSError):
+            pass  # Spark's reader says what it makes of the input
+        else:
+            return {c: _element_name(c, first[c]) for c in columns if c in first}
     names = [F.col(f"`{c}`.{DTYPE}").alias(f"d{i}") for i, c in enumerate(columns)]
     first = df.select(*names).limit(1).first() if columns else None
     if first is None:  # no rows at all

@@ -53,12 +53,19 @@ def _check_on_error(on_error: str) -> None:
         raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
 
 
-def _binary_inputs(df: DataFrame, spec: JobSpec) -> dict[str, str]:
-    """The element types of the binary tensor columns the steps read, off their first rows."""
+def _binary_inputs(df: DataFrame, spec: JobSpec, input_path: str | None = None) -> dict[str, str]:
+    """The element types of the binary tensor columns the steps read, off their first rows
+    (of the files at `input_path` where pyarrow reaches them)."""
     read = {c for s in spec.steps for i in s.inputs.values() for c in i.columns()}
     fields = {f.name: f.dataType for f in df.schema.fields}
     binary = [c for c in sorted(read) if c in fields and is_binary_tensor(fields[c])]
-    return binary_elements(df, binary)
+    source = None
+    if binary and input_path is not None:
+        try:
+            source = locate(input_path)
+        except EngineUnavailable:
+            pass
+    return binary_elements(df, binary, source)
 
 
 def _plan(
@@ -165,7 +172,7 @@ def _run(
     output's schema."""
     _check_on_error(on_error)
     if spec.aggregate is None:
-        steps_input, binary = events.schema, _binary_inputs(events, spec)
+        steps_input, binary = events.schema, _binary_inputs(events, spec, input_path)
     else:  # the steps run on the aggregation's output: its schema, without planning it
         steps_input = aggregated_schema(events, spec.aggregate)
         binary = aggregated_elements(events.schema, spec.aggregate)

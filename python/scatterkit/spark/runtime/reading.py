@@ -353,3 +353,34 @@ def read_as_spark(
         check_file_types(parquet.schema_arrow, types, file_name(root, piece.path), others)
         for batch in read_piece(parquet, piece, list(columns), locate_rows, limits):
             yield _as_spark_reads(batch, types)
+
+
+def first_fields(source: Location, columns: Sequence[str], field: str) -> dict[str, str]:
+    """Each struct column's first non-null `field` value in the input's files (in name
+    order, row group by row group, reading that field alone), where one is found: what a
+    job asks of the first rows without a Spark job. Raises `InputFileError` for a file it
+    cannot read."""
+    fs = source.filesystem()
+    found: dict[str, str] = {}
+    for path in input_files(fs, source.path):
+        handle, parquet = open_parquet(fs, path)
+        with handle:
+            present = set(parquet.schema_arrow.names)
+            wanted = [c for c in columns if c not in found and c in present]
+            for group in range(parquet.metadata.num_row_groups):
+                if not wanted:
+                    break
+                try:
+                    table = parquet.read_row_group(group, columns=[f"{c}.{field}" for c in wanted])
+                except _READING_ERRORS as exc:
+                    raise unreadable(path, exc) from exc
+                for column in wanted:
+                    values = (
+                        table.column(column).combine_chunks().flatten()[0].drop_null()
+                    )  # parent nulls too
+                    if len(values):
+                        found[column] = str(values[0].as_py())
+                wanted = [c for c in wanted if c not in found]
+        if len(found) == len(columns):
+            break
+    return found
