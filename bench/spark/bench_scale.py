@@ -307,9 +307,10 @@ def _probe(batches):  # in a Python worker: what it holds once it has aggregated
 
 # Bytes a worker holds per event (derived in bench/spark/RESULTS.md, "Scale and skew", from
 # aggregation/tasks.py and states.py, and measured on one flush and on one 64 MB batch):
-# of a flush: the events twice, then offsets, sort order, sorted copies; more when the job's
-# pyarrow reader feeds it (the gathered slices keep their row groups) than Spark's batches
-MAP_BYTES_PER_EVENT = {"job": 130, "aggregate": 100}
+# of a flush: the events twice, then offsets, sort order, sorted copies, behind the pyarrow
+# reader of both contenders' map tasks (the gathered slices keep their row groups; 100 B
+# where Spark's batches feed it, as for an skf.aggregate over more than a plain scan)
+MAP_BYTES_PER_EVENT = 130
 TERM_BYTES = 12  # per event of a hot key, per exact float aggregate: an int64 target, a value
 REDUCE_BYTES_PER_EVENT = 80  # of an input batch: its events unpacked, offsets, targets, terms
 PACKED_EVENT_BYTES = 8  # an event in a packed row: its int32 cell and float32 value
@@ -337,8 +338,7 @@ class Bound:
     def map_side(self) -> float:
         exact = 2  # sum and mean keep terms; max folds in place
         return (
-            MAP_BYTES_PER_EVENT["job" if self.job else "aggregate"]
-            * min(self.flush_events, self.task_events)
+            MAP_BYTES_PER_EVENT * min(self.flush_events, self.task_events)
             + TERM_BYTES * exact * self.hot_events
             + tasks.STATE_BUDGET
             + min(tasks.PACKED_BYTES, PACKED_EVENT_BYTES * self.task_events)  # runs gathered
@@ -634,12 +634,11 @@ def main() -> int:
     flush = min(flush, -(-tasks.FLUSH_BYTES // event_bytes))
     batch_bytes = int(DEFAULT_CONF["spark.sql.execution.arrow.maxBytesPerBatch"])
     bounds = {}
-    for name, (events, path, summary) in sets.items():
-        partitions = spark.read.parquet(str(path)).rdd.getNumPartitions()
+    for name, (events, _, summary) in sets.items():
         hot = hot_events(summary, flush, plan.state_bytes(), compact_bytes)
         for contender in CONTENDERS:
-            # the job maps a file a task; Spark's scan packs files into its partitions
-            task = events.per_file if contender == "job" else -(-events.events // partitions)
+            # a map task reads a file (both: skf.aggregate over a plain scan reads its files)
+            task = events.per_file
             job = contender == "job"
             worst = Bound(flush, task, task, batch_bytes, job)
             data = Bound(flush, task, math.ceil(hot * task), batch_bytes, job)
