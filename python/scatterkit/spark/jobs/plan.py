@@ -86,11 +86,11 @@ def binary_elements(
     of all of them and one more per column null there."""
     if source is not None and columns:
         try:
-            first = on_cluster(df.sparkSession, first_fields, source, list(columns), DTYPE)
+            read = on_cluster(df.sparkSession, first_fields, source, list(columns), DTYPE)
         except (EngineUnavailable, InputFileError, FileNotFoundError, OSError):
             pass  # Spark's reader says what it makes of the input
         else:
-            return {c: _element_name(c, first[c]) for c in columns if c in first}
+            return {c: _element_name(c, read[c]) for c in columns if c in read}
     names = [F.col(f"`{c}`.{DTYPE}").alias(f"d{i}") for i, c in enumerate(columns)]
     first = df.select(*names).limit(1).first() if columns else None
     if first is None:  # no rows at all
