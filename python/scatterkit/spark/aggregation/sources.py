@@ -37,6 +37,9 @@ from .wire import AggPlan, coord_name, order_name, value_name
 # gives it (after `reading.read_as_spark`'s widening): timestamps and decimals, for one, differ.
 _SAME_ARROW = (T.IntegralType, T.FloatType, T.DoubleType, T.BooleanType, T.StringType)
 
+# The session's switch for `scan_reader` ("false": Spark's reader always).
+READ_FILES_CONF = "spark.scatterkit.aggregate.readFiles"
+
 # Settings under which Spark's reader reads files otherwise than pyarrow does.
 _SPARK_READER_CONFS = (
     "spark.sql.files.ignoreCorruptFiles",
@@ -159,6 +162,8 @@ def scan_reader(df: DataFrame, plan: AggPlan) -> EventReader | None:
     The files are Spark's own list (``inputFiles``), split into about as many pieces as the
     cluster runs tasks; a file whose footer cannot be read raises `InputFileError` here."""
     spark = df.sparkSession
+    if str(spark.conf.get(READ_FILES_CONF, "true")).lower() == "false":
+        return None
     if any(str(spark.conf.get(k, "false")).lower() == "true" for k in _SPARK_READER_CONFS):
         return None
     if not _plain_parquet_scan(df):

@@ -426,7 +426,9 @@ def finish_groups(plan: AggPlan, batches: Iterator[pa.RecordBatch]) -> Iterator[
             if last == len(starts):
                 tail = keys.slice(int(starts[-1]), 1)
                 carry = (tail, [s.state_bytes(last - 1 - first) for s in states])
-    pause_point("reduce")  # tests only: the groups folded, the last one not emitted yet
+    # tests only: the groups folded, the last one not emitted yet; partition 0, whose file
+    # Spark's writer opens as the task starts (runtime/faults.py)
+    pause_point("reduce", partition=0)
     if carry is not None:
         yield _finish_carry(plan, carry)
 

@@ -8,14 +8,19 @@ or kills it. Nothing happens unless the environment asks: `PAUSE_ENV` holds
 - ``map``: a map task of the aggregation (`aggregation.tasks.combine_events`) that has read
   all its events and sent them on, all but its task-wide states;
 - ``reduce``: a reduce task of the aggregation (`aggregation.tasks.finish_groups`) that has
-  folded all its groups and emitted all but the last (the writer's file is open);
+  folded all its groups and emitted all but the last (the writer's file is open), in
+  partition 0 only: Spark's writer opens the file of partition 0 as the task starts, that of
+  any other only once the first rows reach the JVM, which PySpark's buffered output may not
+  have sent yet (a held attempt would then open its file only when released: after the job's
+  commit, where a speculative copy finished, recreating its ``_temporary`` directory);
 - ``write``: a task of the Arrow engine (`piece_task.write_task_file`) with its file open,
   before its last rows and its footer; a task of the Spark engine's job
   (`steps.report_failures`) that has sent all its rows to Spark's writer, whose file is
   open and whose footer waits for the task's end.
 
-At each point, in each Spark stage, the first task attempt to arrive holds; every other one
-(its retry, a speculative copy of it) goes on. The one that holds writes
+At each point, in each Spark stage, the first task attempt to arrive (of the partition the
+point names, if it names one) holds; every other one (its retry, a speculative copy of it)
+goes on. The one that holds writes
 ``DIR/POINT-STAGE.paused``: its pid, then a JSON line naming the task (stage, partition,
 attempt, tid); it waits until ``DIR/POINT-STAGE.release`` exists, or until it is killed.
 One that goes on leaves ``DIR/POINT-STAGE.passed-PARTITION.ATTEMPT``.
@@ -50,8 +55,9 @@ def hold(signal: str, release: str | None = None, note: str = "") -> None:
         time.sleep(0.05)
 
 
-def pause_point(point: str) -> None:
-    """Holds the first task attempt of a stage that reaches `point`, if `PAUSE_ENV` asks."""
+def pause_point(point: str, partition: int | None = None) -> None:
+    """Holds the first task attempt of a stage that reaches `point` (of `partition` only,
+    if given), if `PAUSE_ENV` asks."""
     folder = requested(PAUSE_ENV, point)
     if folder is None:
         return
@@ -67,6 +73,9 @@ def pause_point(point: str) -> None:
             "tid": context.taskAttemptId(),
         }
     base = os.path.join(folder, f"{point}-{task['stage']}")
+    if partition is not None and task["partition"] != partition:
+        open(f"{base}.passed-{task['partition']}.{task['attempt']}", "w").close()
+        return
     try:  # the first attempt to arrive claims the pause
         os.close(os.open(f"{base}.claimed", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
     except FileExistsError:
