@@ -13,7 +13,7 @@ from spark_helpers import pa, pq, spark, write_parquet  # noqa: F401
 
 from scatterkit.spark import functions as skf
 from scatterkit.spark.aggregation.api import agg_plan, settle_spec
-from scatterkit.spark.aggregation.sources import scan_reader
+from scatterkit.spark.aggregation.sources import READ_FILES_CONF, scan_reader
 
 pytestmark = [pytest.mark.spark, pytest.mark.jvm]
 
@@ -136,12 +136,14 @@ def test_what_only_sparks_reader_reads_goes_through_it(spark, tmp_path):  # noqa
     # a timestamp order pyarrow would read in another type
     latest = {"w": skf.scatter_nd_agg(["h", "c"], "x", SHAPE, reduction="none", order_by="ts")}
     assert _reader(df, **latest) is None
-    # a setting of Spark's reader
-    spark.conf.set("spark.sql.files.ignoreCorruptFiles", "true")
-    try:
-        assert _reader(df, **aggregates) is None
-    finally:
-        spark.conf.unset("spark.sql.files.ignoreCorruptFiles")
+    # a setting of Spark's reader, or the session asking for Spark's rows
+    for key, value in (("spark.sql.files.ignoreCorruptFiles", "true"), (READ_FILES_CONF, "false")):
+        spark.conf.set(key, value)
+        try:
+            assert _reader(df, **aggregates) is None, key
+        finally:
+            spark.conf.unset(key)
+    assert _reader(df, **aggregates) is not None
     # partition directories: Spark adds their column
     for day, rows in (("day=1", table.slice(0, 200)), ("day=2", table.slice(200))):
         write_parquet(tmp_path / "parts" / day, rows, files=1)
