@@ -162,19 +162,22 @@ def scan_reader(df: DataFrame, plan: AggPlan) -> EventReader | None:
     The files are Spark's own list (``inputFiles``), split into about as many pieces as the
     cluster runs tasks; a file whose footer cannot be read raises `InputFileError` here."""
     spark = df.sparkSession
-    if str(spark.conf.get(READ_FILES_CONF, "true")).lower() == "false":
+    if not _setting(spark, READ_FILES_CONF, True):
         return None
-    if any(str(spark.conf.get(k, "false")).lower() == "true" for k in _SPARK_READER_CONFS):
+    if any(_setting(spark, key, False) for key in _SPARK_READER_CONFS):
         return None
-    if not _plain_parquet_scan(df):
-        return None
-    columns = read_types(df, plan)
-    found = _located(df.inputFiles(), df.columns)
+    columns = read_types(df, plan) if _plain_parquet_scan(df) else None
+    found = _located(df.inputFiles(), df.columns) if columns is not None else None
     if columns is None or found is None:
         return None
     source, paths = found
     pieces = on_cluster(spark, _split, source, paths, parallelism(spark))
     return columns.reader(source, pieces, BatchLimits.from_conf(spark.conf))
+
+
+def _setting(spark: Any, key: str, default: bool) -> bool:
+    """A boolean setting of the session, as Spark reads one ("true"/"false", any case)."""
+    return str(spark.conf.get(key, str(default))).strip().lower() == "true"
 
 
 def _split(source: Location, paths: tuple[str, ...], tasks: int) -> tuple[Piece, ...]:
