@@ -367,7 +367,7 @@ def test_arrow_batch_limits_follow_sparks_settings():
 
     rows_key = "spark.sql.execution.arrow.maxRecordsPerBatch"
     bytes_key = "spark.sql.execution.arrow.maxBytesPerBatch"
-    assert BatchLimits.from_conf({}) == BatchLimits(4096, 64 << 20)
+    assert BatchLimits.from_conf({}) == BatchLimits(4096, 4 << 20)
     assert BatchLimits.from_conf({rows_key: "5", bytes_key: "1m"}) == BatchLimits(5, 1 << 20)
     assert BatchLimits.from_conf({rows_key: "0", bytes_key: "-1"}).rows == 2**31 - 1
     assert BatchLimits.from_conf({bytes_key: "0"}).bytes == 2**62  # 0 is "no limit" too

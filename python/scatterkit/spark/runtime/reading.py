@@ -33,9 +33,11 @@ from .storage import Location
 _ROWS_KEY = "spark.sql.execution.arrow.maxRecordsPerBatch"
 _BYTES_KEY = "spark.sql.execution.arrow.maxBytesPerBatch"
 # Arrow batches sent to the Python workers (and read by the Arrow engine's tasks): bounded
-# in rows and in bytes, so that large tensors (millions of elements per row) still make
-# batches of a few tens of megabytes and the int32 list offsets Spark uses cannot overflow.
-ARROW_BATCH_CONF: dict[str, str] = {_ROWS_KEY: "4096", _BYTES_KEY: str(64 * 1024 * 1024)}
+# in rows and in bytes, so that large tensors (millions of elements per row) make batches of
+# a few megabytes and the int32 list offsets Spark uses cannot overflow. A few megabytes, not
+# tens: a task's batches then stay in cache and stream through Spark's JVM and its Python
+# worker one after another (bench/spark/RESULTS.md, "Arrow batch size").
+ARROW_BATCH_CONF: dict[str, str] = {_ROWS_KEY: "4096", _BYTES_KEY: str(4 * 1024 * 1024)}
 
 
 @dataclass(frozen=True)
