@@ -38,7 +38,7 @@ from connect_server import serve
 from spark_helpers import pa, pq, spark, spark_env, write_parquet  # noqa: F401
 
 from scatterkit.spark.cli import main
-from scatterkit.spark.jobs.failures import explain
+from scatterkit.spark.jobs.failures import explain, spark_message
 from scatterkit.spark.runtime.commit import PAUSE_ENV
 
 pytestmark = [pytest.mark.spark, pytest.mark.jvm]
@@ -445,3 +445,23 @@ def test_a_container_killed_for_its_memory_says_which_setting_to_raise():
         "the cluster killed an executor for using more memory than its container holds "
         "(exceeding physical memory limits): raise spark.executor.memoryOverhead"
     )
+
+
+def test_an_unforeseen_python_worker_error_is_said_as_its_traceback_ends():
+    # Spark's first line says only that a traceback follows; the error ends it (the text of
+    # a real one, a bug met on the way: Spark's message up to its JVM stack)
+    said = (
+        "[PYTHON_EXCEPTION] An exception was thrown from the Python worker: Traceback (most "
+        "recent call last):\n"
+        '  File "/site-packages/scatterkit/spark/runtime/reading.py", line 301, in f\n'
+        "    for field in others or ():\n"
+        "TypeError: 'function' object is not iterable\n"
+        " SQLSTATE: 38000\n"
+        "\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException"
+    )
+    assert spark_message(RuntimeError(said)) == (
+        "[PYTHON_EXCEPTION] An exception was thrown from the Python worker: "
+        "TypeError: 'function' object is not iterable"
+    )
+    plain = "[FAILED_READ_FILE.NO_HINT] Encountered error while reading file x.\nmore"
+    assert spark_message(RuntimeError(plain)) == plain.splitlines()[0]

@@ -200,6 +200,24 @@ def test_a_file_with_a_narrower_column_type_is_widened_by_both_engines(spark, rn
     assert sorted(arrow.collect()) == sorted(spark.read.parquet(str(tmp_path / "s")).collect())
 
 
+def test_a_passed_through_column_a_file_lacks_is_null_there_on_both_engines(spark, rng, tmp_path):  # noqa: F811
+    # Spark takes the schema from part-0, which has the column, and reads part-1's rows
+    # with nulls there; the arrow engine's tasks failed on the missing column
+    _, table = _table(rng)
+    tags = pa.array([f"t{r}" for r in range(table.num_rows)])
+    _write_halves(tmp_path / "in", table.append_column("tag", tags), table)
+    spec = JobSpec.from_dict({**SPEC, "passthrough": ["uid", "tag"]})
+    for engine in ("arrow", "spark"):
+        run_job(spark, spec, str(tmp_path / "in"), str(tmp_path / engine), on_error="keep",
+                progress=False, engine=engine)  # fmt: skip
+    arrow = pq.read_table(tmp_path / "arrow").sort_by("uid")
+    half = table.num_rows // 2
+    assert arrow.column("tag").to_pylist() == tags.to_pylist()[:half] + [None] * half
+    assert sorted(spark.read.parquet(str(tmp_path / "arrow")).collect()) == sorted(
+        spark.read.parquet(str(tmp_path / "spark")).collect()
+    )
+
+
 @pytest.mark.parametrize(
     "source, target, widens",
     [

@@ -54,13 +54,15 @@ def run_arrow_job(
     paths: ArrowPaths,
     columns: Sequence[str],
     tensor_types: pa.Schema,
+    other_types: pa.Schema,
     *,
     overwrite: bool,
 ) -> TaskStats:
     """Runs `plan` over the input files into the output; returns the tasks' stats.
 
     `columns` are the input columns to read, `tensor_types` the Arrow types of those the
-    steps read as tensors, as Spark would read them. Raises FileExistsError if the output
+    steps read as tensors, as Spark would read them, `other_types` of the others (all null
+    where a file lacks one, as in Spark). Raises FileExistsError if the output
     exists and not `overwrite`. A failure (its message in the stats) commits nothing: an
     old output stays as it was.
     """
@@ -72,6 +74,7 @@ def run_arrow_job(
             paths.target,
             tuple(columns),
             tensor_types,
+            other_types,
             BatchLimits.from_conf(spark.conf),
             work.staging.attempts,
             work.pieces,

@@ -138,7 +138,24 @@ def spark_message(exc: BaseException) -> str:
     classified = [m for m in messages if m.startswith("[")]
     message = classified[0] if classified else (messages[0] if messages else "")
     lines = [line.strip() for line in (message or _safe_str(exc)).splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__
+    if not lines:
+        return type(exc).__name__
+    raised = _python_error(lines)
+    return f"{lines[0].removesuffix(_TRACEBACK).strip()} {raised}" if raised else lines[0]
+
+
+_TRACEBACK = "Traceback (most recent call last):"
+
+
+def _python_error(lines: list[str]) -> str | None:
+    """A Python worker's error as its traceback ends ("TypeError: ..."), where `lines` (a
+    Spark message's) hold a traceback: Spark's first line says only that there was one."""
+    if not lines[0].endswith(_TRACEBACK):
+        return None
+    end = next(
+        (i for i, line in enumerate(lines) if line.startswith(("SQLSTATE", "at "))), len(lines)
+    )
+    return lines[end - 1] if end > 1 else None
 
 
 def analysis_message(exc: BaseException, input_path: str) -> str:

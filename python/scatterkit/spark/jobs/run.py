@@ -147,6 +147,9 @@ def _run_arrow(
     overwrite: bool,
 ) -> TaskStats:
     tensors = T.StructType([f for f in source.fields if f.name in plan.tensor_columns])
+    others = T.StructType(
+        [f for f in source.fields if f.name in columns and f.name not in plan.tensor_columns]
+    )
     return run_arrow_job(
         spark,
         plan,
@@ -154,6 +157,7 @@ def _run_arrow(
         paths,
         columns,
         to_arrow_schema(tensors),
+        to_arrow_schema(others),
         overwrite=overwrite,
     )
 

@@ -48,6 +48,7 @@ class PieceTask:
     target: Location
     columns: tuple[str, ...]  # the input columns to read
     tensor_types: pa.Schema  # the Arrow types of the tensor input columns, as Spark reads them
+    other_types: pa.Schema  # and of the other input columns (null where a file lacks one)
     limits: BatchLimits
     attempts: str  # where task attempts write (the staging directory's `commit.ATTEMPTS`)
     pieces: tuple[Piece, ...]
@@ -81,6 +82,7 @@ def run_piece(task: PieceTask, number: int) -> tuple[str, int, TaskStats]:
         task.columns,
         task.limits,
         task.plan.locate_rows,
+        task.other_types,
     )
     try:
         written, rows = write_task_file(

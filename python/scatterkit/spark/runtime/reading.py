@@ -281,13 +281,16 @@ def open_parquet(fs: pafs.FileSystem, path: str) -> tuple[Any, pq.ParquetFile]:
         raise unreadable(path, exc) from exc
 
 
-def _as_spark_reads(batch: pa.RecordBatch, types: pa.Schema) -> pa.RecordBatch:
-    """The batch with `types`' columns cast to the types Spark reads them as, and those the
-    file lacks all null, as Spark reads them.
+def _as_spark_reads(
+    batch: pa.RecordBatch, types: pa.Schema, others: pa.Schema | None = None
+) -> pa.RecordBatch:
+    """The batch with `types`' columns cast to the types Spark reads them as, and the
+    columns of `types` and of `others` that the file lacks all null, as Spark reads them.
 
     pyarrow keeps Parquet's own types (uint16, say) where Spark widens them (int): the
     steps must see what the other engine's steps see. Every cast widens
-    (`check_file_types` has refused the others).
+    (`check_file_types` has refused the others). `others`' columns (passed through, not
+    read as tensors) keep the types the file holds.
     """
     for field in types:
         at = batch.schema.get_field_index(field.name)
@@ -295,6 +298,9 @@ def _as_spark_reads(batch: pa.RecordBatch, types: pa.Schema) -> pa.RecordBatch:
             batch = batch.append_column(field.name, pa.nulls(batch.num_rows, field.type))
         elif batch.schema.field(at).type != field.type:
             batch = batch.set_column(at, field.name, batch.column(at).cast(field.type))
+    for field in others or ():
+        if batch.schema.get_field_index(field.name) < 0:
+            batch = batch.append_column(field.name, pa.nulls(batch.num_rows, field.type))
     return batch
 
 
@@ -340,9 +346,11 @@ def read_as_spark(
     columns: Sequence[str],
     limits: BatchLimits,
     locate_rows: bool = False,
+    other_types: pa.Schema | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Piece `number`'s batches of `columns` (with each row's file and index if
-    `locate_rows`), the columns of `types` in the types Spark reads them as.
+    `locate_rows`), the columns of `types` in the types Spark reads them as; a column of
+    `types` or `other_types` that a file lacks is all null there, as in Spark.
 
     Raises `InputFileError` for a file that cannot be read, `InputTypeError` for one holding
     a column in a type wider than `types`' (naming another of `pieces`' files that agrees,
@@ -354,7 +362,7 @@ def read_as_spark(
         others = agreeing_file(fs, root, (p.path for p in pieces), piece.path)
         check_file_types(parquet.schema_arrow, types, file_name(root, piece.path), others)
         for batch in read_piece(parquet, piece, list(columns), locate_rows, limits):
-            yield _as_spark_reads(batch, types)
+            yield _as_spark_reads(batch, types, other_types)
 
 
 def first_fields(source: Location, columns: Sequence[str], field: str) -> dict[str, str]:
