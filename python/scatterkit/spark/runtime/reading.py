@@ -282,15 +282,16 @@ def open_parquet(fs: pafs.FileSystem, path: str) -> tuple[Any, pq.ParquetFile]:
 
 
 def _as_spark_reads(
-    batch: pa.RecordBatch, types: pa.Schema, others: pa.Schema | None = None
+    batch: pa.RecordBatch, types: pa.Schema, other_types: pa.Schema | None = None
 ) -> pa.RecordBatch:
     """The batch with `types`' columns cast to the types Spark reads them as, and the
-    columns of `types` and of `others` that the file lacks all null, as Spark reads them.
+    columns of `types` and of `other_types` that the file lacks all null, as Spark reads
+    them.
 
     pyarrow keeps Parquet's own types (uint16, say) where Spark widens them (int): the
     steps must see what the other engine's steps see. Every cast widens
-    (`check_file_types` has refused the others). `others`' columns (passed through, not
-    read as tensors) keep the types the file holds.
+    (`check_file_types` has refused any other). The columns of `other_types` (passed
+    through, not read as tensors) keep the types the file holds.
     """
     for field in types:
         at = batch.schema.get_field_index(field.name)
@@ -298,7 +299,7 @@ def _as_spark_reads(
             batch = batch.append_column(field.name, pa.nulls(batch.num_rows, field.type))
         elif batch.schema.field(at).type != field.type:
             batch = batch.set_column(at, field.name, batch.column(at).cast(field.type))
-    for field in others or ():
+    for field in other_types or ():
         if batch.schema.get_field_index(field.name) < 0:
             batch = batch.append_column(field.name, pa.nulls(batch.num_rows, field.type))
     return batch
