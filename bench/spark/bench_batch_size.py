@@ -1,5 +1,6 @@
-"""The Arrow batch's byte bound (``spark.sql.execution.arrow.maxBytesPerBatch``) against
-the time of each contender of bench_pipeline.py, and of bench_events.py's aggregations.
+"""The Arrow batch's byte bound (``spark.sql.execution.arrow.maxBytesPerBatch``, or another
+size setting: ``--setting``) against the time of each contender of bench_pipeline.py, and of
+bench_events.py's aggregations.
 
 One session; every round sets each bound in turn (a SQL setting, read when a job runs) and
 runs every contender under it, so that the bounds are compared side by side, not across
@@ -8,6 +9,7 @@ table (seconds per bound, and each bound's time over the first bound's).
 
     python bench/spark/bench_batch_size.py [--bounds 64m,16m,4m,1m] [--repeat 4]
         [--events-dir DIR]  # also bench_events.py's contenders over its events at DIR
+        [--events aggregate,job] [--setting spark.sql.parquet.columnarReaderBatchSize]
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ PIPELINE = [  # bench_pipeline.py's contenders whose tensors Spark moves
     pipeline.UDF_FLOOR_B,
     pipeline.JOB_ARROW_B,
 ]
-EVENTS = ("aggregate", "aggregate-binary", "job", "job-binary")  # bench_events.py's keys
+EVENTS = "aggregate,aggregate-binary,job,job-binary"  # bench_events.py's keys, by default
 
 Run = Callable[[Path], None]  # one run, writing the given output directory
 
@@ -69,11 +71,11 @@ def pipeline_runs(spark: SparkSession, tmp: Path, small: int, large: int) -> dic
     return runs
 
 
-def events_runs(spark: SparkSession, events: Path) -> dict[str, Run]:
-    """bench_events.py's aggregations over the events it generated at `events`."""
+def events_runs(spark: SparkSession, events: Path, keys: list[str]) -> dict[str, Run]:
+    """bench_events.py's contenders `keys` over the events it generated at `events`."""
     by_key = {c.key: c for c in bench_events.CONTENDERS}
     runs: dict[str, Run] = {}
-    for key in EVENTS:
+    for key in keys:
         contender = by_key[key]
 
         def run(out: Path, c: bench_events.Contender = contender) -> None:
@@ -84,12 +86,17 @@ def events_runs(spark: SparkSession, events: Path) -> dict[str, Run]:
 
 
 def measure(
-    spark: SparkSession, runs: dict[str, Run], bounds: list[str], repeat: int, out: Path
+    spark: SparkSession,
+    runs: dict[str, Run],
+    setting: str,
+    bounds: list[str],
+    repeat: int,
+    out: Path,
 ) -> dict[tuple[str, str], list[float]]:
     times: dict[tuple[str, str], list[float]] = {(n, b): [] for n in runs for b in bounds}
     for attempt in range(repeat + 1):
         for bound in bounds:
-            spark.conf.set(BYTES_KEY, str(_byte_size(bound)))
+            spark.conf.set(setting, str(_byte_size(bound)))
             for name, run in runs.items():
                 shutil.rmtree(out, ignore_errors=True)
                 started = time.perf_counter()
@@ -132,6 +139,8 @@ def main() -> int:
     parser.add_argument("--small-rows", type=int, default=10_000)
     parser.add_argument("--large-rows", type=int, default=32)
     parser.add_argument("--events-dir", default="", help="bench_events.py's events (optional)")
+    parser.add_argument("--events", default=EVENTS, help="bench_events.py's contenders to run")
+    parser.add_argument("--setting", default=BYTES_KEY, help="the SQL setting the bounds are of")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--driver-memory", default="8g")
     args = parser.parse_args()
@@ -145,12 +154,15 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="scatterkit-bench-") as tmp:
         runs = pipeline_runs(spark, Path(tmp), args.small_rows, args.large_rows)
         if args.events_dir:
-            runs.update(events_runs(spark, Path(args.events_dir)))
-        times = measure(spark, runs, bounds, args.repeat, Path(tmp) / "out")
+            keys = [k for k in args.events.split(",") if k]
+            runs.update(events_runs(spark, Path(args.events_dir), keys))
+        times = measure(spark, runs, args.setting, bounds, args.repeat, Path(tmp) / "out")
     spark.stop()
     print(
-        f"\n`python bench/spark/bench_batch_size.py --bounds {args.bounds} --repeat {args.repeat}"
-        f"{' --events-dir ...' if args.events_dir else ''}`, {args.master}, load before the "
+        f"\n`python bench/spark/bench_batch_size.py --setting {args.setting} --bounds "
+        f"{args.bounds} --repeat {args.repeat}"
+        f"{f' --events-dir ... --events {args.events}' if args.events_dir else ''}`, "
+        f"{args.master}, load at the "
         f"end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}\n"
     )
     print("\n".join(table(times, list(runs), bounds)))
