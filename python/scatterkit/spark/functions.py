@@ -90,6 +90,7 @@ def _element_name(data: pa.Array) -> str | None:
     try:
         return spark_name(kind.value_type)
     except (ValueError, TypeError, NotImplementedError):
+        # an Arrow type Spark has no element name for: nothing to hold against `dtype` here
         return None
 
 

@@ -453,15 +453,20 @@ def test_an_unforeseen_python_worker_error_is_said_as_its_traceback_ends():
     said = (
         "[PYTHON_EXCEPTION] An exception was thrown from the Python worker: Traceback (most "
         "recent call last):\n"
+        '  File "/site-packages/scatterkit/spark/runtime/reading.py", line 297, in f\n'
+        "    at = batch.schema.get_field_index(field.name)\n"  # a line of code, not a frame
         '  File "/site-packages/scatterkit/spark/runtime/reading.py", line 301, in f\n'
         "    for field in others or ():\n"
         "TypeError: 'function' object is not iterable\n"
         " SQLSTATE: 38000\n"
         "\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException"
+        "(PythonRunner.scala:1097)"
     )
     assert spark_message(RuntimeError(said)) == (
         "[PYTHON_EXCEPTION] An exception was thrown from the Python worker: "
         "TypeError: 'function' object is not iterable"
     )
+    unstated = said.replace(" SQLSTATE: 38000\n", "")  # the JVM's stack ends it then
+    assert spark_message(RuntimeError(unstated)) == spark_message(RuntimeError(said))
     plain = "[FAILED_READ_FILE.NO_HINT] Encountered error while reading file x.\nmore"
     assert spark_message(RuntimeError(plain)) == plain.splitlines()[0]

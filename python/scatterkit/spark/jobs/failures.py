@@ -147,14 +147,15 @@ def spark_message(exc: BaseException) -> str:
 _TRACEBACK = "Traceback (most recent call last):"
 
 
+_AFTER_TRACEBACK = re.compile(r"SQLSTATE|at [\w$.<>]+\(")  # Spark's state, a JVM frame
+
+
 def _python_error(lines: list[str]) -> str | None:
     """A Python worker's error as its traceback ends ("TypeError: ..."), where `lines` (a
     Spark message's) hold a traceback: Spark's first line says only that there was one."""
     if not lines[0].endswith(_TRACEBACK):
         return None
-    end = next(
-        (i for i, line in enumerate(lines) if line.startswith(("SQLSTATE", "at "))), len(lines)
-    )
+    end = next((i for i, line in enumerate(lines) if _AFTER_TRACEBACK.match(line)), len(lines))
     return lines[end - 1] if end > 1 else None
 
 

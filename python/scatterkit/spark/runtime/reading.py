@@ -293,15 +293,13 @@ def _as_spark_reads(
     (`check_file_types` has refused any other). The columns of `other_types` (passed
     through, not read as tensors) keep the types the file holds.
     """
-    for field in types:
-        at = batch.schema.get_field_index(field.name)
-        if at < 0:
-            batch = batch.append_column(field.name, pa.nulls(batch.num_rows, field.type))
-        elif batch.schema.field(at).type != field.type:
-            batch = batch.set_column(at, field.name, batch.column(at).cast(field.type))
-    for field in other_types or ():
+    for field in (*types, *(other_types or ())):
         if batch.schema.get_field_index(field.name) < 0:
             batch = batch.append_column(field.name, pa.nulls(batch.num_rows, field.type))
+    for field in types:
+        at = batch.schema.get_field_index(field.name)
+        if batch.schema.field(at).type != field.type:
+            batch = batch.set_column(at, field.name, batch.column(at).cast(field.type))
     return batch
 
 
